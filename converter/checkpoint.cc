@@ -1,0 +1,114 @@
+#include "converter/checkpoint.h"
+
+#include <sys/stat.h>
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+namespace patchfuse {
+
+using nlohmann::json;
+
+static bool is_dir(const std::string& p) {
+  struct stat st {};
+  return ::stat(p.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+}
+static bool is_file(const std::string& p) {
+  struct stat st {};
+  return ::stat(p.c_str(), &st) == 0 && S_ISREG(st.st_mode);
+}
+static bool ends_with(const std::string& s, const std::string& suffix) {
+  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+static std::string dirname_of(const std::string& p) {
+  const size_t slash = p.rfind('/');
+  return slash == std::string::npos ? "." : p.substr(0, slash == 0 ? 1 : slash);
+}
+
+Result<Checkpoint> Checkpoint::open(const std::string& input, const std::string& config_override) {
+  Checkpoint c;
+  std::string dir, single;
+  if (is_dir(input)) {
+    dir = input;
+    if (is_file(dir + "/model.safetensors.index.json")) {
+      c.index_path_ = dir + "/model.safetensors.index.json";
+    } else if (is_file(dir + "/model.safetensors")) {
+      single = dir + "/model.safetensors";
+    } else {
+      return make_error(Code::kInvalidArgument, cat(input, ": folder has neither model.safetensors nor ",
+                                                    "model.safetensors.index.json"));
+    }
+  } else if (is_file(input) && ends_with(input, ".index.json")) {
+    dir = dirname_of(input);
+    c.index_path_ = input;
+  } else if (is_file(input) && ends_with(input, ".safetensors")) {
+    dir = dirname_of(input);
+    single = input;
+  } else {
+    return make_error(Code::kInvalidArgument,
+                      cat(input, ": not a folder, a .safetensors file or a .safetensors.index.json file"));
+  }
+  c.config_path_ = config_override.empty() ? dir + "/config.json" : config_override;
+
+  if (!single.empty()) {
+    PF_ASSIGN_OR_RETURN(SafetensorsFile st, SafetensorsFile::open(single));
+    for (const SafetensorsEntry& e : st.entries()) c.location_[e.name] = single;
+    c.open_[single] = std::make_unique<SafetensorsFile>(std::move(st));
+    return c;
+  }
+  std::ifstream in(c.index_path_);
+  PF_CHECK(in, Code::kIoError, c.index_path_, ": cannot open");
+  std::stringstream text;
+  text << in.rdbuf();
+  const json index = json::parse(text.str(), nullptr, /*allow_exceptions=*/false);
+  PF_CHECK(!index.is_discarded() && index.is_object(), Code::kInvalidModel, c.index_path_, ": not a JSON object");
+  PF_CHECK(index.contains("weight_map") && index["weight_map"].is_object(), Code::kInvalidModel, c.index_path_,
+           ": 'weight_map' must be an object of tensor name -> shard file");
+  for (const auto& [name, file] : index["weight_map"].items()) {
+    PF_CHECK(file.is_string(), Code::kInvalidModel, c.index_path_, ": weight_map['", name,
+             "'] must be a file name, got ", file.dump());
+    const std::string f = file.get<std::string>();
+    // Shards live beside the index; a path that could leave the folder is refused.
+    PF_CHECK(!f.empty() && f.find('/') == std::string::npos && f != "." && f != "..", Code::kInvalidModel,
+             c.index_path_, ": weight_map['", name, "'] = '", f, "' must be a plain file name in the same folder");
+    c.location_[name] = dir + "/" + f;
+  }
+  return c;
+}
+
+std::vector<std::string> Checkpoint::tensor_names() const {
+  std::vector<std::string> names;
+  for (const auto& [name, file] : location_) names.push_back(name);
+  return names;
+}
+
+std::vector<std::string> Checkpoint::files() const {
+  std::vector<std::string> files = {config_path_};
+  if (!index_path_.empty()) files.push_back(index_path_);
+  for (const auto& [name, file] : location_) {
+    if (files.back() != file) files.push_back(file);
+  }
+  return files;
+}
+
+Result<SafetensorsFile*> Checkpoint::shard(const std::string& file) {
+  auto it = open_.find(file);
+  if (it == open_.end()) {
+    PF_ASSIGN_OR_RETURN(SafetensorsFile st, SafetensorsFile::open(file));
+    it = open_.emplace(file, std::make_unique<SafetensorsFile>(std::move(st))).first;
+  }
+  return it->second.get();
+}
+
+Result<CheckpointTensor> Checkpoint::tensor(const std::string& name) {
+  auto loc = location_.find(name);
+  PF_CHECK(loc != location_.end(), Code::kInvalidModel, "checkpoint has no tensor ", name);
+  PF_ASSIGN_OR_RETURN(SafetensorsFile * st, shard(loc->second));
+  const SafetensorsEntry* e = st->find(name);
+  PF_CHECK(e != nullptr, Code::kInvalidModel, index_path_, ": weight_map puts ", name, " in ", loc->second,
+           ", but that shard has no such tensor");
+  return CheckpointTensor{e, st->data(*e), &loc->second};
+}
+
+}  // namespace patchfuse

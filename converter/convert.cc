@@ -1,0 +1,110 @@
+#include "converter/convert.h"
+
+#include <set>
+
+#include "converter/checkpoint.h"
+#include "converter/model_writer.h"
+#include "converter/output_file.h"
+
+namespace patchfuse {
+
+namespace {
+
+// Reads one checkpoint tensor as `to`; notes when the conversion changed any value.
+Result<TensorRecord> read_tensor(Checkpoint& ckpt, const std::string& name, const std::string& new_name,
+                                 std::vector<int64_t> new_shape, std::optional<DType> to,
+                                 std::vector<std::string>& notes) {
+  PF_ASSIGN_OR_RETURN(CheckpointTensor t, ckpt.tensor(name));
+  const auto from = dtype_from_name(t.entry->dtype);
+  PF_CHECK(from.has_value(), Code::kUnsupported, *t.file, ": tensor ", name, " has dtype ", t.entry->dtype,
+           "; patch-embedding weights must be F32, F16 or BF16");
+  TensorRecord r;
+  r.name = new_name;
+  r.shape = std::move(new_shape);
+  r.dtype = to.value_or(*from);
+  const size_t count = (t.entry->end - t.entry->begin) / dtype_size(*from);
+  r.bytes.resize(count * dtype_size(r.dtype));
+  const size_t changed = convert_elements(t.data, *from, r.bytes.data(), r.dtype, count);
+  if (*from != r.dtype) {
+    notes.push_back(changed == 0 ? cat(name, ": ", dtype_name(*from), " -> ", dtype_name(r.dtype), " is exact")
+                                 : cat(name, ": ", dtype_name(*from), " -> ", dtype_name(r.dtype), " is lossy: ",
+                                       changed, " of ", count, " values rounded"));
+  }
+  return r;
+}
+
+}  // namespace
+
+Result<ConvertReport> convert_checkpoint(const ConvertOptions& o) {
+  PF_ASSIGN_OR_RETURN(std::vector<FusionStep> steps, validate_fusion_config(merge_with_default(o.fusion)));
+  PF_ASSIGN_OR_RETURN(Checkpoint ckpt, Checkpoint::open(o.input, o.config));
+  PF_RETURN_IF_ERROR(check_not_an_input(o.output, ckpt.files()));
+  PF_ASSIGN_OR_RETURN(VisionConfig config, load_vision_config(ckpt.config_path()));
+  const Architecture* arch = find_architecture(config.model_type);
+
+  ConvertReport report;
+  std::vector<ModuleRecord> modules;
+  std::set<std::string> claimed;  // a module belongs to the first family, in config order, that matches it
+  size_t candidates = 0;
+  for (const FusionStep& step : steps) {
+    const FusionFamily& family = *step.family;
+    for (const std::string& name : ckpt.tensor_names()) {
+      const std::optional<std::string> module = candidate_module(family, name);
+      if (!module || !claimed.insert(*module).second) continue;
+      ++candidates;
+      PF_ASSIGN_OR_RETURN(CheckpointTensor w, ckpt.tensor(name));
+      if (w.entry->shape.size() != 2 + static_cast<size_t>(family.spatial_rank)) {
+        report.notes.push_back(cat("skipped ", *module, ": ", name, " has shape ", format_dims(w.entry->shape),
+                                   ", not a rank-", 2 + family.spatial_rank, " conv weight"));
+        continue;
+      }
+      PF_ASSIGN_OR_RETURN(ConvGeometry g, resolve_geometry(family, *module, name, w.entry->shape, config, o.geometry));
+      const std::vector<std::string> broken = eligibility_violations(g);
+      if (!broken.empty()) {
+        report.notes.push_back(cat("skipped ", *module, ": not eligible for '", family.name, "' fusion: ", broken.front()));
+        continue;
+      }
+      ModuleRecord m;
+      m.path = *module;
+      m.family = &family;
+      m.layout = step.enabled ? Layout::kFusedLinear : Layout::kOriginalConv;
+      m.geometry = g;
+      const std::string original_class = arch ? std::string(arch->patch_embed_class) : std::string();
+      m.class_name = step.enabled ? fused_class_name(original_class) : original_class;
+      const bool fused = m.layout == Layout::kFusedLinear;
+      PF_ASSIGN_OR_RETURN(m.weight, read_tensor(ckpt, name, fused ? fused_weight_name(family, m.path) : name,
+                                                fused ? fused_weight_shape(g) : conv_weight_shape(g), o.dtype,
+                                                report.notes));
+      m.source_dtype = *dtype_from_name(w.entry->dtype);
+      m.dtype = m.weight.dtype;
+      const std::string bias = conv_bias_name(family, m.path);
+      if (ckpt.has(bias)) {
+        PF_ASSIGN_OR_RETURN(CheckpointTensor b, ckpt.tensor(bias));
+        PF_CHECK(b.entry->shape == std::vector<int64_t>{g.embed_dim}, Code::kInvalidModel, *b.file, ": tensor ", bias,
+                 " has shape ", format_dims(b.entry->shape), "; the conv bias must be (", g.embed_dim, ")");
+        PF_CHECK(b.entry->dtype == w.entry->dtype || o.dtype, Code::kUnsupported, *b.file, ": tensor ", bias,
+                 " is ", b.entry->dtype, " but ", name, " is ", w.entry->dtype,
+                 "; pass --dtype to store both in one dtype");
+        PF_ASSIGN_OR_RETURN(m.bias, read_tensor(ckpt, bias, fused ? fused_bias_name(family, m.path) : bias,
+                                                {g.embed_dim}, m.dtype, report.notes));
+      }
+      report.written.push_back(cat(m.path, ": ", layout_name(m.layout), " ", format_dims(m.weight.shape), " ",
+                                   dtype_name(m.dtype), m.bias ? " +bias" : ""));
+      modules.push_back(std::move(m));
+    }
+  }
+  PF_CHECK(candidates > 0, Code::kInvalidModel, o.input, ": no patch embedding found (no tensor named <M>.proj.weight ",
+           "with M matching a fusion family's pattern, e.g. visual.patch_embed)");
+  PF_CHECK(!modules.empty(), Code::kUnsupported, o.input, ": none of the ", candidates,
+           " patch embeddings is eligible; ", report.notes.back());
+
+  const std::vector<uint8_t> bytes = build_model(config.model_type, steps, modules);
+  // The converter's own output passes the same verification the runtime will apply.
+  Result<ModelView> check = read_model(bytes.data(), bytes.size(), o.output);
+  PF_CHECK(check.ok(), Code::kInternal, "converter produced a model that fails verification: ",
+           check.ok() ? "" : check.error().message);
+  PF_RETURN_IF_ERROR(write_file_atomically(o.output, bytes));
+  return report;
+}
+
+}  // namespace patchfuse

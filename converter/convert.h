@@ -1,0 +1,31 @@
+// `patchfuse-convert convert`: checkpoint -> verified .pfb.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "converter/geometry.h"
+#include "runtime/core/dtype.h"
+#include "runtime/rules/fusion_rules.h"
+
+namespace patchfuse {
+
+struct ConvertOptions {
+  std::string input;
+  std::string output;
+  std::string config;           // empty: config.json beside the weights
+  FusionConfig fusion;          // the user's entries; merged with the default
+  std::optional<DType> dtype;   // nullopt: keep the checkpoint's dtype
+  std::optional<GeometryOverride> geometry;
+};
+
+struct ConvertReport {
+  std::vector<std::string> written;  // "visual.patch_embed: fused_linear [1280, 1176] BF16"
+  std::vector<std::string> notes;    // skipped modules, lossy dtype conversions
+};
+
+// Writes options.output atomically, or nothing at all on failure.
+Result<ConvertReport> convert_checkpoint(const ConvertOptions& options);
+
+}  // namespace patchfuse

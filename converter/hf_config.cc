@@ -1,0 +1,70 @@
+#include "converter/hf_config.h"
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+namespace patchfuse {
+
+using nlohmann::json;
+
+static Result<int64_t> positive_int(const json& v, const std::string& where) {
+  PF_CHECK(v.is_number_integer() && v.get<int64_t>() > 0, Code::kInvalidModel, where,
+           " must be a positive integer, got ", v.dump());
+  return v.get<int64_t>();
+}
+
+Result<VisionConfig> load_vision_config(const std::string& path) {
+  std::ifstream in(path);
+  PF_CHECK(in, Code::kIoError, path, ": cannot open the model config (pass --config CONFIG.json)");
+  std::stringstream text;
+  text << in.rdbuf();
+  const json root = json::parse(text.str(), nullptr, /*allow_exceptions=*/false);
+  PF_CHECK(!root.is_discarded() && root.is_object(), Code::kInvalidModel, path, ": not a JSON object");
+
+  VisionConfig vc;
+  vc.file = path;
+  if (root.contains("model_type")) {
+    PF_CHECK(root["model_type"].is_string(), Code::kInvalidModel, path, ": model_type must be a string, got ",
+             root["model_type"].dump());
+    vc.model_type = root["model_type"].get<std::string>();
+  }
+  const json* vision = &root;
+  vc.location = "(top level)";
+  if (root.contains("vision_config") && root["vision_config"].is_object()) {
+    vision = &root["vision_config"];
+    vc.location = "vision_config";
+  } else if (root.contains("thinker_config") && root["thinker_config"].is_object() &&
+             root["thinker_config"].contains("vision_config") && root["thinker_config"]["vision_config"].is_object()) {
+    vision = &root["thinker_config"]["vision_config"];
+    vc.location = "thinker_config.vision_config";
+  }
+  const json& v = *vision;
+  const std::string at = cat(path, ": ", vc.location == "(top level)" ? "" : vc.location + ".");
+
+  if (v.contains("temporal_patch_size")) {
+    PF_ASSIGN_OR_RETURN(vc.temporal_patch_size, positive_int(v["temporal_patch_size"], at + "temporal_patch_size"));
+  }
+  if (v.contains("patch_size")) {
+    const json& p = v["patch_size"];
+    if (p.is_array()) {
+      PF_CHECK(p.size() == 2, Code::kInvalidModel, at, "patch_size must be an int or [h, w], got ", p.dump());
+      PF_ASSIGN_OR_RETURN(int64_t h, positive_int(p[0], at + "patch_size[0]"));
+      PF_ASSIGN_OR_RETURN(int64_t w, positive_int(p[1], at + "patch_size[1]"));
+      vc.patch_size = std::make_pair(h, w);
+    } else {
+      PF_ASSIGN_OR_RETURN(int64_t s, positive_int(p, at + "patch_size"));
+      vc.patch_size = std::make_pair(s, s);
+    }
+  }
+  for (const char* key : {"in_channels", "in_chans"}) {
+    if (v.contains(key)) {
+      PF_ASSIGN_OR_RETURN(vc.in_channels, positive_int(v[key], at + key));
+      vc.in_channels_key = key;
+      break;
+    }
+  }
+  return vc;
+}
+
+}  // namespace patchfuse

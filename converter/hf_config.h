@@ -1,0 +1,28 @@
+// The parts of a Hugging Face config.json that patchfuse reads: model_type and the vision
+// config's patch geometry fields.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <utility>
+
+#include "runtime/core/result.h"
+
+namespace patchfuse {
+
+struct VisionConfig {
+  std::string file;          // config.json path, for messages
+  std::string model_type;    // top-level model_type ("" if absent)
+  std::string location;      // "vision_config", "thinker_config.vision_config" or "(top level)"
+  std::optional<int64_t> temporal_patch_size;
+  std::optional<std::pair<int64_t, int64_t>> patch_size;  // (h, w); an int means (p, p)
+  std::optional<int64_t> in_channels;
+  std::string in_channels_key;  // "in_channels" or "in_chans", whichever was present
+};
+
+// Finds the vision config at `vision_config`, `thinker_config.vision_config` or the top level.
+// Fields present with the wrong type are errors naming the file, field and value.
+Result<VisionConfig> load_vision_config(const std::string& path);
+
+}  // namespace patchfuse

@@ -1,0 +1,100 @@
+#include "converter/inspect.h"
+
+#include <iomanip>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "runtime/model/model_file.h"
+
+namespace patchfuse {
+
+using ojson = nlohmann::ordered_json;  // keeps the fusion config in the user's order
+
+namespace {
+
+ojson fusion_config_json(const FusionConfig& config) {
+  ojson j = ojson::object();
+  for (const FusionConfigEntry& e : config) {
+    if (e.value.kind == FusionValue::Kind::kOptions) {
+      ojson opts = ojson::object();
+      for (const auto& [k, v] : e.value.options) opts[k] = ojson::parse(v, nullptr, false);
+      j[e.family] = opts;
+    } else {
+      j[e.family] = e.value.enabled;
+    }
+  }
+  return j;
+}
+
+ojson tensor_json(const TensorView& t, const uint8_t* base) {
+  return {{"name", t.name}, {"shape", t.shape}, {"dtype", dtype_name(t.dtype)}, {"bytes", t.bytes},
+          {"offset", static_cast<size_t>(t.data - base)}};
+}
+
+std::string dims_list(const std::vector<int64_t>& d) {
+  std::string s = "[";
+  for (size_t i = 0; i < d.size(); ++i) s += cat(i ? ", " : "", d[i]);
+  return s + "]";
+}
+
+}  // namespace
+
+Result<std::string> inspect_model(const std::string& path, bool as_json) {
+  PF_ASSIGN_OR_RETURN(ModelFile model, open_model_file(path));
+  const ModelView& m = model.view;
+  const uint8_t* base = model.file.data();
+  if (as_json) {
+    ojson j;
+    j["file"] = path;
+    j["file_bytes"] = model.file.size();
+    j["schema_version"] = m.schema_version;
+    j["producer"] = m.producer;
+    j["model_type"] = m.model_type;
+    j["fusion_config"] = fusion_config_json(m.fusion_config);
+    j["modules"] = ojson::array();
+    for (const ModuleView& mod : m.modules) {
+      const ConvGeometry& g = mod.geometry;
+      j["modules"].push_back({{"path", mod.path},
+                              {"family", mod.family->name},
+                              {"class_name", mod.class_name},
+                              {"layout", layout_name(mod.layout)},
+                              {"geometry",
+                               {{"kernel", g.kernel}, {"stride", g.stride}, {"padding", g.padding},
+                                {"dilation", g.dilation}, {"groups", g.groups}, {"in_channels", g.in_channels},
+                                {"embed_dim", g.embed_dim}}},
+                              {"patch_volume", mod.patch_volume},
+                              {"dtype", dtype_name(mod.dtype)},
+                              {"source_dtype", dtype_name(mod.source_dtype)},
+                              {"weight", tensor_json(mod.weight, base)},
+                              {"bias", mod.bias ? tensor_json(*mod.bias, base) : ojson(nullptr)}});
+    }
+    return j.dump(2) + "\n";
+  }
+  std::ostringstream out;
+  out << path << ": patchfuse model, " << model.file.size() << " bytes, schema " << m.schema_version << ", "
+      << m.producer << "\n";
+  out << "  model_type     " << (m.model_type.empty() ? "(none)" : m.model_type) << "\n";
+  out << "  fusion config  " << fusion_config_json(m.fusion_config).dump() << "\n";
+  for (const ModuleView& mod : m.modules) {
+    const ConvGeometry& g = mod.geometry;
+    out << "\nmodule " << mod.path << "  (" << mod.family->name << ", "
+        << (mod.class_name.empty() ? "class unknown" : mod.class_name) << ")\n";
+    out << "  layout         " << layout_name(mod.layout) << "\n";
+    out << "  conv           in " << g.in_channels << " -> out " << g.embed_dim << ", kernel " << format_dims(g.kernel)
+        << ", stride " << format_dims(g.stride) << ", padding " << format_dims(g.padding) << ", dilation "
+        << format_dims(g.dilation) << ", groups " << g.groups << "\n";
+    out << "  patch_volume   " << mod.patch_volume << "\n";
+    out << "  dtype          " << dtype_name(mod.dtype)
+        << (mod.dtype != mod.source_dtype ? cat(" (converted from ", dtype_name(mod.source_dtype), ")") : "") << "\n";
+    for (const TensorView* t : {&mod.weight, mod.bias ? &*mod.bias : nullptr}) {
+      if (t == nullptr) continue;
+      out << "  " << std::left << std::setw(15) << (t == &mod.weight ? "weight" : "bias") << t->name << " "
+          << dims_list(t->shape) << " " << dtype_name(t->dtype) << ", " << t->bytes << " bytes at offset "
+          << (t->data - base) << "\n";
+    }
+    if (!mod.bias) out << "  bias           (none)\n";
+  }
+  return out.str();
+}
+
+}  // namespace patchfuse

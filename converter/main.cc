@@ -1,0 +1,96 @@
+// patchfuse-convert: convert / inspect / export (DESIGN.md §4).
+// Exit status: 0 success, 1 failure (bad input, I/O, unsupported), 2 usage error.
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <iostream>
+
+#include "converter/convert.h"
+#include "converter/export.h"
+#include "converter/fusion_flags.h"
+#include "converter/inspect.h"
+
+using namespace patchfuse;
+
+namespace {
+
+int fail(const Error& e) {
+  std::fprintf(stderr, "patchfuse-convert: error: %s\n", e.message.c_str());
+  return 1;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"patchfuse-convert: Hugging Face checkpoint -> verified patchfuse model (.pfb)"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", "patchfuse-convert " PATCHFUSE_VERSION);
+
+  ConvertOptions convert;
+  std::vector<std::string> fusion_flags;
+  std::string dtype = "keep", geometry;
+  CLI::App* c = app.add_subcommand("convert", "Convert a checkpoint folder or .safetensors file to .pfb");
+  c->add_option("INPUT", convert.input, "Model folder, .safetensors file or .safetensors.index.json")->required();
+  c->add_option("-o,--output", convert.output, "Output .pfb path")->required();
+  c->add_option("--config", convert.config, "config.json to use instead of the one beside the weights");
+  c->add_option("--fusion", fusion_flags, "NAME[=true|false|{options}], repeatable; default patch_embeddings=true");
+  c->add_option("--dtype", dtype, "Weight dtype in the model")->check(CLI::IsMember({"keep", "f32", "f16", "bf16"}));
+  c->add_option("--geometry", geometry,
+                "Conv hyper-parameters for an architecture not in the table: "
+                "stride=TxHxW[,padding=TxHxW][,dilation=TxHxW][,groups=N]");
+
+  std::string inspect_path;
+  bool inspect_json = false;
+  CLI::App* i = app.add_subcommand("inspect", "Verify a .pfb and print what it holds");
+  i->add_option("MODEL", inspect_path, "Model .pfb")->required();
+  i->add_flag("--json", inspect_json, "Print JSON instead of a table");
+
+  std::string export_path, export_out;
+  CLI::App* e = app.add_subcommand("export", "Write the original-layout safetensors back from a .pfb");
+  e->add_option("MODEL", export_path, "Model .pfb")->required();
+  e->add_option("-o,--output", export_out, "Output .safetensors path")->required();
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& ex) {
+    return app.exit(ex);
+  } catch (const CLI::CallForAllHelp& ex) {
+    return app.exit(ex);
+  } catch (const CLI::CallForVersion& ex) {
+    return app.exit(ex);
+  } catch (const CLI::ParseError& ex) {
+    std::fprintf(stderr, "patchfuse-convert: usage error: %s (see --help)\n", ex.what());
+    return 2;
+  }
+
+  if (c->parsed()) {
+    convert.fusion = parse_fusion_flags(fusion_flags);
+    if (dtype == "f32") convert.dtype = DType::kF32;
+    if (dtype == "f16") convert.dtype = DType::kF16;
+    if (dtype == "bf16") convert.dtype = DType::kBF16;
+    if (!geometry.empty()) {
+      Result<GeometryOverride> g = parse_geometry_override(geometry);
+      if (!g.ok()) {
+        std::fprintf(stderr, "patchfuse-convert: usage error: %s\n", g.error().message.c_str());
+        return 2;
+      }
+      convert.geometry = g.value();
+    }
+    Result<ConvertReport> r = convert_checkpoint(convert);
+    if (!r.ok()) return fail(r.error());
+    for (const std::string& note : r->notes) std::fprintf(stderr, "note: %s\n", note.c_str());
+    for (const std::string& line : r->written) std::printf("wrote %s\n", line.c_str());
+    std::printf("-> %s\n", convert.output.c_str());
+    return 0;
+  }
+  if (i->parsed()) {
+    Result<std::string> r = inspect_model(inspect_path, inspect_json);
+    if (!r.ok()) return fail(r.error());
+    std::fputs(r->c_str(), stdout);
+    return 0;
+  }
+  Result<std::vector<std::string>> r = export_model(export_path, export_out);
+  if (!r.ok()) return fail(r.error());
+  for (const std::string& line : *r) std::printf("wrote %s\n", line.c_str());
+  std::printf("-> %s\n", export_out.c_str());
+  return 0;
+}

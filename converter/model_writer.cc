@@ -1,0 +1,68 @@
+#include "converter/model_writer.h"
+
+#include <flatbuffers/flatbuffers.h>
+
+#include "patchfuse_generated.h"
+#include "runtime/model/model_format.h"
+
+#ifndef PATCHFUSE_VERSION
+#error "PATCHFUSE_VERSION must be defined by the build"
+#endif
+
+namespace patchfuse {
+
+namespace {
+
+flatbuffers::Offset<fb::Tensor> write_tensor(flatbuffers::FlatBufferBuilder& b, const TensorRecord& t) {
+  // The data vector goes first: FlatBuffers lays objects out back to front, and forcing the
+  // alignment before the vector is created is what puts its first byte on a 64-byte boundary.
+  b.ForceVectorAlignment(t.bytes.size(), 1, kTensorAlignment);
+  auto data = b.CreateVector(t.bytes);
+  auto name = b.CreateString(t.name);
+  auto shape = b.CreateVector(t.shape);
+  return fb::CreateTensor(b, name, shape, static_cast<fb::DType>(t.dtype), data);
+}
+
+flatbuffers::Offset<flatbuffers::Vector<int32_t>> int_vector(flatbuffers::FlatBufferBuilder& b,
+                                                            const std::vector<int64_t>& v) {
+  return b.CreateVector(std::vector<int32_t>(v.begin(), v.end()));
+}
+
+}  // namespace
+
+std::vector<uint8_t> build_model(const std::string& model_type, const std::vector<FusionStep>& fusion_config,
+                                 const std::vector<ModuleRecord>& modules) {
+  flatbuffers::FlatBufferBuilder b(1 << 20);
+  b.ForceDefaults(true);  // explicit fields (groups = 1, layout = 0) make `flatc --json` dumps complete
+  std::vector<flatbuffers::Offset<fb::Module>> mods;
+  for (const ModuleRecord& m : modules) {
+    auto weight = write_tensor(b, m.weight);
+    flatbuffers::Offset<fb::Tensor> bias = m.bias ? write_tensor(b, *m.bias) : 0;
+    const ConvGeometry& g = m.geometry;
+    auto geometry = fb::CreateGeometry(b, int_vector(b, g.kernel), int_vector(b, g.stride), int_vector(b, g.padding),
+                                       int_vector(b, g.dilation), static_cast<int32_t>(g.groups),
+                                       static_cast<int32_t>(g.in_channels), static_cast<int32_t>(g.embed_dim));
+    mods.push_back(fb::CreateModule(b, b.CreateString(m.path), b.CreateString(std::string(m.family->name)),
+                                    b.CreateString(m.class_name), static_cast<fb::Layout>(m.layout), geometry,
+                                    patch_volume(g).value_or(0), static_cast<fb::DType>(m.dtype), weight, bias,
+                                    static_cast<fb::DType>(m.source_dtype)));
+  }
+  std::vector<flatbuffers::Offset<fb::FusionSetting>> settings;
+  for (const FusionStep& s : fusion_config) {
+    flatbuffers::Offset<flatbuffers::Vector<flatbuffers::Offset<fb::OptionEntry>>> options = 0;
+    if (!s.options.empty()) {
+      std::vector<flatbuffers::Offset<fb::OptionEntry>> entries;
+      for (const auto& [k, v] : s.options) entries.push_back(fb::CreateOptionEntry(b, b.CreateString(k), b.CreateString(v)));
+      options = b.CreateVector(entries);
+    }
+    settings.push_back(fb::CreateFusionSetting(b, b.CreateString(std::string(s.family->name)), s.enabled, options));
+  }
+  auto model = fb::CreateModel(b, kSchemaVersion, b.CreateString("patchfuse-convert " PATCHFUSE_VERSION),
+                               b.CreateString(model_type), b.CreateVector(settings), b.CreateVector(mods));
+  fb::FinishModelBuffer(b, model);
+  std::vector<uint8_t> out(b.GetBufferPointer(), b.GetBufferPointer() + b.GetSize());
+  out.resize(out.size() + kTailSlack, 0);
+  return out;
+}
+
+}  // namespace patchfuse

@@ -1,0 +1,107 @@
+#include "converter/sample_checkpoint.h"
+
+#include <sys/stat.h>
+
+#include <cerrno>
+#include <cstring>
+#include <nlohmann/json.hpp>
+
+#include "converter/output_file.h"
+#include "converter/safetensors.h"
+
+namespace patchfuse {
+
+namespace {
+
+// SplitMix64: tiny, and gives the same numbers on every platform and standard library.
+struct Rng {
+  uint64_t s;
+  uint64_t next() {
+    uint64_t z = (s += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+  }
+  float uniform(float lo, float hi) { return lo + (hi - lo) * static_cast<float>(next() >> 40) / 16777216.0f; }
+};
+
+struct Tensor {
+  std::string name;
+  std::vector<int64_t> shape;
+  std::vector<uint8_t> bytes;
+  int shard;
+};
+
+Tensor random_tensor(Rng& rng, std::string name, std::vector<int64_t> shape, DType dtype, float scale, int shard) {
+  size_t n = 1;
+  for (int64_t d : shape) n *= static_cast<size_t>(d);
+  std::vector<float> values(n);
+  for (float& v : values) v = rng.uniform(-scale, scale);
+  Tensor t{std::move(name), std::move(shape), std::vector<uint8_t>(n * dtype_size(dtype)), shard};
+  convert_elements(reinterpret_cast<const uint8_t*>(values.data()), DType::kF32, t.bytes.data(), dtype, n);
+  return t;
+}
+
+Status write_text(const std::string& path, const std::string& text) {
+  return write_file_atomically(path, std::vector<uint8_t>(text.begin(), text.end()));
+}
+
+}  // namespace
+
+Status write_sample_checkpoint(const std::string& dir, const SampleSpec& spec) {
+  PF_CHECK(spec.arch != nullptr, Code::kInvalidArgument, "sample checkpoint: no architecture given");
+  PF_CHECK(spec.shards >= 1 && spec.shards <= 9, Code::kInvalidArgument, "sample checkpoint: shards ", spec.shards,
+           " must be 1..9");
+  PF_CHECK(::mkdir(dir.c_str(), 0777) == 0 || errno == EEXIST, Code::kIoError, dir, ": cannot create: ",
+           std::strerror(errno));
+  const Architecture& a = *spec.arch;
+  const int64_t out = spec.embed_dim > 0 ? spec.embed_dim : a.embed_dim;
+  const std::string pe(a.patch_embed_path);
+  const std::string prefix = pe.substr(0, pe.rfind('.'));  // e.g. "visual"
+  Rng rng{spec.seed};
+
+  // The patch embedding sits in the first shard, its bias and the unrelated tensors after it,
+  // so a sharded sample really needs the index to be followed.
+  std::vector<Tensor> tensors;
+  tensors.push_back(random_tensor(rng, pe + ".proj.weight", {out, 3, a.kernel[0], a.kernel[1], a.kernel[2]},
+                                  spec.dtype, 0.05f, 0));
+  if (a.bias) tensors.push_back(random_tensor(rng, pe + ".proj.bias", {out}, spec.dtype, 0.5f, spec.shards - 1));
+  tensors.push_back(random_tensor(rng, prefix + ".blocks.0.norm1.weight", {out}, spec.dtype, 1.0f, spec.shards - 1));
+  tensors.push_back(random_tensor(rng, "model.embed_tokens.weight", {32, 64}, spec.dtype, 1.0f, spec.shards - 1));
+
+  nlohmann::ordered_json weight_map = nlohmann::ordered_json::object();
+  size_t total_size = 0;
+  for (int s = 0; s < spec.shards; ++s) {
+    const std::string file = spec.shards == 1 ? "model.safetensors"
+                                              : cat("model-0000", s + 1, "-of-0000", spec.shards, ".safetensors");
+    std::vector<TensorToWrite> in_shard;
+    for (const Tensor& t : tensors) {
+      if (t.shard != s) continue;
+      in_shard.push_back({t.name, spec.dtype, t.shape, t.bytes.data(), t.bytes.size()});
+      weight_map[t.name] = file;
+      total_size += t.bytes.size();
+    }
+    PF_RETURN_IF_ERROR(write_file_atomically(dir + "/" + file, serialize_safetensors(in_shard, {{"format", "pt"}})));
+  }
+  if (spec.shards > 1) {
+    nlohmann::ordered_json index = {{"metadata", {{"total_size", total_size}}}, {"weight_map", weight_map}};
+    PF_RETURN_IF_ERROR(write_text(dir + "/model.safetensors.index.json", index.dump(2) + "\n"));
+  }
+
+  nlohmann::ordered_json vision = {{"depth", 2},
+                                   {"hidden_size", spec.embed_dim > 0 ? out : a.vision_hidden_size},
+                                   {std::string(a.in_channels_key), 3},
+                                   {"patch_size", a.kernel[1]},
+                                   {"temporal_patch_size", a.kernel[0]},
+                                   {"spatial_merge_size", 2}};
+  if (a.model_type == "qwen2_vl") vision["embed_dim"] = out;  // Qwen2-VL names the conv width embed_dim
+  nlohmann::ordered_json config = {{"model_type", a.model_type}, {"torch_dtype", "bfloat16"}};
+  if (a.vision_config_at == "thinker_config.vision_config") {
+    config["thinker_config"] = {{"vision_config", vision}};
+  } else {
+    config["vision_config"] = vision;
+  }
+  return write_text(dir + "/config.json", config.dump(2) + "\n");
+}
+
+}  // namespace patchfuse

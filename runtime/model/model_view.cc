@@ -1,0 +1,169 @@
+#include "runtime/model/model_view.h"
+
+#include <flatbuffers/flatbuffers.h>
+
+#include <set>
+
+#include "patchfuse_generated.h"
+#include "runtime/core/checked_math.h"
+#include "runtime/model/model_format.h"
+
+namespace patchfuse {
+
+static_assert(static_cast<int>(fb::DType_F32) == static_cast<int>(DType::kF32) &&
+                  static_cast<int>(fb::DType_F16) == static_cast<int>(DType::kF16) &&
+                  static_cast<int>(fb::DType_BF16) == static_cast<int>(DType::kBF16),
+              "schema DType and runtime DType must agree");
+static_assert(static_cast<int>(fb::Layout_FusedLinear) == static_cast<int>(Layout::kFusedLinear) &&
+                  static_cast<int>(fb::Layout_OriginalConv) == static_cast<int>(Layout::kOriginalConv),
+              "schema Layout and runtime Layout must agree");
+
+const char* layout_name(Layout layout) {
+  switch (layout) {
+    case Layout::kFusedLinear: return "fused_linear";
+    case Layout::kOriginalConv: return "original_conv";
+  }
+  return "?";
+}
+
+namespace {
+
+std::string str(const flatbuffers::String* s) { return s ? s->str() : std::string(); }
+
+std::vector<int64_t> dims(const flatbuffers::Vector<int32_t>* v) {
+  return v ? std::vector<int64_t>(v->begin(), v->end()) : std::vector<int64_t>();
+}
+
+Result<DType> to_dtype(fb::DType d, const std::string& where) {
+  PF_CHECK(d >= fb::DType_MIN && d <= fb::DType_MAX, Code::kInvalidModel, where, ": dtype value ",
+           static_cast<int>(d), " is not one of F32, F16, BF16");
+  return static_cast<DType>(d);
+}
+
+// Checks one tensor against the name, shape and dtype the module's geometry and layout imply.
+Result<TensorView> read_tensor(const fb::Tensor* t, const std::string& origin, const std::string& module,
+                               const std::string& expect_name, const std::vector<int64_t>& expect_shape,
+                               DType expect_dtype, const uint8_t* base, size_t size) {
+  const std::string where = cat(origin, ": module ", module);
+  PF_CHECK(t != nullptr, Code::kInvalidModel, where, ": tensor ", expect_name, " is missing");
+  TensorView v;
+  v.name = str(t->name());
+  PF_CHECK(v.name == expect_name, Code::kInvalidModel, where, ": tensor name '", v.name, "' must be '",
+           expect_name, "' for this layout");
+  PF_CHECK(t->shape() != nullptr, Code::kInvalidModel, where, ": tensor ", v.name, " has no shape");
+  v.shape.assign(t->shape()->begin(), t->shape()->end());
+  PF_CHECK(v.shape == expect_shape, Code::kInvalidModel, where, ": tensor ", v.name, " shape ",
+           format_dims(v.shape), " must be ", format_dims(expect_shape), " by the module geometry");
+  PF_ASSIGN_OR_RETURN(v.dtype, to_dtype(t->dtype(), cat(where, ": tensor ", v.name)));
+  PF_CHECK(v.dtype == expect_dtype, Code::kInvalidModel, where, ": tensor ", v.name, " dtype ",
+           dtype_name(v.dtype), " must equal the module dtype ", dtype_name(expect_dtype));
+  PF_CHECK(t->data() != nullptr, Code::kInvalidModel, where, ": tensor ", v.name, " has no data");
+  const auto elems = checked_product(v.shape);
+  const auto want = elems ? checked_mul(*elems, dtype_size(v.dtype)) : std::nullopt;
+  PF_CHECK(want && *want == t->data()->size(), Code::kInvalidModel, where, ": tensor ", v.name, " holds ",
+           t->data()->size(), " bytes; shape ", format_dims(v.shape), " x ", dtype_name(v.dtype), " needs ",
+           want ? cat(*want) : std::string("more than 2^64"));
+  v.data = t->data()->data();
+  v.bytes = t->data()->size();
+  const size_t offset = static_cast<size_t>(v.data - base);
+  PF_CHECK(offset % kTensorAlignment == 0, Code::kInvalidModel, where, ": tensor ", v.name, " starts at offset ",
+           offset, "; tensor data must be aligned to ", kTensorAlignment, " bytes");
+  PF_CHECK(size - offset - v.bytes >= kTailSlack, Code::kInvalidModel, where, ": tensor ", v.name, " ends ",
+           size - offset - v.bytes, " bytes before the end of the model; at least ", kTailSlack,
+           " bytes of slack must follow every tensor");
+  return v;
+}
+
+Result<ModuleView> read_module(const fb::Module* m, const std::string& origin, const uint8_t* base, size_t size) {
+  ModuleView v;
+  v.path = str(m->path());
+  PF_CHECK(!v.path.empty(), Code::kInvalidModel, origin, ": a module has an empty path");
+  const std::string where = cat(origin, ": module ", v.path);
+  const std::string family = str(m->family());
+  v.family = find_family(family);
+  PF_CHECK(v.family != nullptr, Code::kInvalidModel, where, ": family '", family, "' is not a known fusion family");
+  v.class_name = str(m->class_name());
+  PF_CHECK(m->layout() >= fb::Layout_MIN && m->layout() <= fb::Layout_MAX, Code::kInvalidModel, where,
+           ": layout value ", static_cast<int>(m->layout()), " is not fused_linear or original_conv");
+  v.layout = static_cast<Layout>(m->layout());
+  const fb::Geometry* g = m->geometry();
+  PF_CHECK(g != nullptr, Code::kInvalidModel, where, ": geometry is missing");
+  v.geometry.kernel = dims(g->kernel());
+  v.geometry.stride = dims(g->stride());
+  v.geometry.padding = dims(g->padding());
+  v.geometry.dilation = dims(g->dilation());
+  v.geometry.groups = g->groups();
+  v.geometry.in_channels = g->in_channels();
+  v.geometry.embed_dim = g->embed_dim();
+  // A fused module exists only because the rules allowed it; refuse one whose geometry says otherwise.
+  if (v.layout == Layout::kFusedLinear) {
+    Status s = check_eligible(*v.family, v.path, v.geometry);
+    PF_CHECK(s.ok(), Code::kInvalidModel, origin, ": fused ", s.error().message);
+  } else {
+    Status s = check_geometry(*v.family, v.path, v.geometry);
+    PF_CHECK(s.ok(), Code::kInvalidModel, origin, ": ", s.error().message);
+  }
+  v.patch_volume = m->patch_volume();
+  PF_CHECK(v.patch_volume == *patch_volume(v.geometry), Code::kInvalidModel, where, ": patch_volume ",
+           v.patch_volume, " must equal in_channels * prod(kernel) = ", *patch_volume(v.geometry));
+  PF_ASSIGN_OR_RETURN(v.dtype, to_dtype(m->dtype(), where));
+  PF_ASSIGN_OR_RETURN(v.source_dtype, to_dtype(m->source_dtype(), cat(where, ": source_dtype")));
+
+  const bool fused = v.layout == Layout::kFusedLinear;
+  const std::string weight_name =
+      fused ? fused_weight_name(*v.family, v.path) : conv_weight_name(*v.family, v.path);
+  const std::vector<int64_t> weight_shape = fused ? fused_weight_shape(v.geometry) : conv_weight_shape(v.geometry);
+  PF_ASSIGN_OR_RETURN(v.weight, read_tensor(m->weight(), origin, v.path, weight_name, weight_shape, v.dtype, base, size));
+  if (m->bias() != nullptr) {
+    const std::string bias_name = fused ? fused_bias_name(*v.family, v.path) : conv_bias_name(*v.family, v.path);
+    PF_ASSIGN_OR_RETURN(v.bias, read_tensor(m->bias(), origin, v.path, bias_name, {v.geometry.embed_dim}, v.dtype,
+                                            base, size));
+  }
+  return v;
+}
+
+}  // namespace
+
+Result<ModelView> read_model(const uint8_t* data, size_t size, const std::string& origin) {
+  PF_CHECK(data != nullptr, Code::kInvalidArgument, origin, ": model buffer is null");
+  PF_CHECK(size >= 8, Code::kInvalidModel, origin, ": ", size, " bytes is too small to be a .pfb model");
+  PF_CHECK(fb::ModelBufferHasIdentifier(data), Code::kInvalidModel, origin, ": file identifier '",
+           std::string(reinterpret_cast<const char*>(data) + 4, 4), "' is not '", fb::ModelIdentifier(),
+           "'; not a patchfuse model");
+  PF_CHECK(size < FLATBUFFERS_MAX_BUFFER_SIZE, Code::kInvalidModel, origin, ": ", size,
+           " bytes exceeds the FlatBuffers limit of 2 GiB");
+  flatbuffers::Verifier verifier(data, size);
+  PF_CHECK(fb::VerifyModelBuffer(verifier), Code::kInvalidModel, origin,
+           ": FlatBuffers verification failed (truncated or corrupted file)");
+  const fb::Model* m = fb::GetModel(data);
+
+  ModelView model;
+  model.schema_version = m->schema_version();
+  PF_CHECK(model.schema_version >= 1 && model.schema_version <= kSchemaVersion, Code::kInvalidModel, origin,
+           ": schema_version ", model.schema_version, " is not supported (this build reads 1..", kSchemaVersion, ")");
+  model.producer = str(m->producer());
+  model.model_type = str(m->model_type());
+  if (m->fusion_config() != nullptr) {
+    for (const fb::FusionSetting* s : *m->fusion_config()) {
+      FusionConfigEntry e;
+      e.family = str(s->family());
+      e.value.enabled = s->enabled();
+      if (s->options() != nullptr) {
+        e.value.kind = FusionValue::Kind::kOptions;
+        for (const fb::OptionEntry* o : *s->options()) e.value.options.emplace_back(str(o->key()), str(o->value_json()));
+      }
+      model.fusion_config.push_back(std::move(e));
+    }
+  }
+  PF_CHECK(m->modules() != nullptr && m->modules()->size() > 0, Code::kInvalidModel, origin,
+           ": the model holds no modules");
+  std::set<std::string> paths;
+  for (const fb::Module* mod : *m->modules()) {
+    PF_ASSIGN_OR_RETURN(ModuleView v, read_module(mod, origin, data, size));
+    PF_CHECK(paths.insert(v.path).second, Code::kInvalidModel, origin, ": module ", v.path, " appears twice");
+    model.modules.push_back(std::move(v));
+  }
+  return model;
+}
+
+}  // namespace patchfuse

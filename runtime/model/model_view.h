@@ -1,0 +1,55 @@
+// Verified, zero-copy view of a .pfb model held in memory (an mmap or caller memory).
+// read_model() runs the FlatBuffers Verifier and then the semantic checks (byte counts against
+// shapes without overflow, shapes against the geometry, the shared fusion rules, alignment and
+// tail slack) before it hands out any pointer to weight bytes.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "runtime/core/dtype.h"
+#include "runtime/core/result.h"
+#include "runtime/rules/fusion_rules.h"
+
+namespace patchfuse {
+
+enum class Layout : uint8_t { kFusedLinear = 0, kOriginalConv = 1 };
+const char* layout_name(Layout layout);  // "fused_linear", "original_conv"
+
+struct TensorView {
+  std::string name;
+  std::vector<int64_t> shape;
+  DType dtype = DType::kF32;
+  const uint8_t* data = nullptr;  // points into the model buffer
+  size_t bytes = 0;
+};
+
+struct ModuleView {
+  std::string path;
+  const FusionFamily* family = nullptr;
+  std::string class_name;
+  Layout layout = Layout::kFusedLinear;
+  ConvGeometry geometry;
+  int64_t patch_volume = 0;
+  DType dtype = DType::kF32;
+  DType source_dtype = DType::kF32;
+  TensorView weight;
+  std::optional<TensorView> bias;
+};
+
+struct ModelView {
+  uint32_t schema_version = 0;
+  std::string producer;
+  std::string model_type;
+  FusionConfig fusion_config;  // as applied by the converter, in order
+  std::vector<ModuleView> modules;
+};
+
+// `origin` names the buffer in error messages (usually the file path). The returned views point
+// into [data, data + size), which must outlive them and stay unchanged.
+Result<ModelView> read_model(const uint8_t* data, size_t size, const std::string& origin);
+
+}  // namespace patchfuse

@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Installs the Debian 12 packages that building and testing patchfuse need. Idempotent: packages
+# already present are left alone, and `apt-get update` runs only when something is missing.
+#   scripts/install-deps.sh            native build + tests
+#   scripts/install-deps.sh fixtures   also PyTorch + NumPy, to regenerate tests/fixtures/golden
+set -euo pipefail
+
+packages=(
+  cmake g++ make pkg-config
+  flatbuffers-compiler libflatbuffers-dev   # schema/*.fbs -> C++ header, runtime verifier
+  nlohmann-json3-dev libcli11-dev           # converter only: config.json / safetensors headers, CLI
+  libgtest-dev libgmock-dev libbenchmark-dev
+  libdnnl-dev                               # x86-64 backend
+  libxnnpack-dev libpthreadpool-dev libcpuinfo-dev   # ARM (and x86-64) backend
+)
+if [[ "${1:-}" == fixtures ]]; then
+  packages+=(python3-torch python3-numpy)
+fi
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]} == 0)); then
+  echo "install-deps: all ${#packages[@]} packages present"
+  exit 0
+fi
+echo "install-deps: installing ${missing[*]}"
+sudo_cmd=()
+[[ $(id -u) -eq 0 ]] || sudo_cmd=(sudo)
+"${sudo_cmd[@]}" apt-get update -qq
+DEBIAN_FRONTEND=noninteractive "${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}"
