@@ -4,7 +4,7 @@
 
 #include "converter/checkpoint.h"
 #include "converter/model_writer.h"
-#include "converter/output_file.h"
+#include "runtime/core/output_file.h"
 
 namespace patchfuse {
 

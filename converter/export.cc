@@ -1,6 +1,6 @@
 #include "converter/export.h"
 
-#include "converter/output_file.h"
+#include "runtime/core/output_file.h"
 #include "converter/safetensors.h"
 #include "runtime/model/model_file.h"
 
@@ -13,8 +13,10 @@ Result<std::vector<std::string>> export_model(const std::string& model_path, con
   std::vector<std::string> lines;
   for (const ModuleView& m : model.view.modules) {
     // Reverse transform: the bytes are the same row-major array, only the name and shape change.
-    TensorToWrite w{conv_weight_name(*m.family, m.path), m.weight.dtype, {}, m.weight.data, m.weight.bytes};
-    PF_ASSIGN_OR_RETURN(w.shape, unfuse_weight_shape(m.weight.name, m.weight.shape, m.geometry));
+    TensorToWrite w{conv_weight_name(*m.family, m.path), m.weight.dtype, m.weight.shape, m.weight.data, m.weight.bytes};
+    if (m.layout == Layout::kFusedLinear) {
+      PF_ASSIGN_OR_RETURN(w.shape, unfuse_weight_shape(m.weight.name, m.weight.shape, m.geometry));
+    }
     lines.push_back(cat(m.weight.name, " -> ", w.name, " ", format_dims(w.shape), " ", dtype_name(w.dtype)));
     tensors.push_back(std::move(w));
     if (m.bias) {

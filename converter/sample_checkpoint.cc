@@ -6,7 +6,7 @@
 #include <cstring>
 #include <nlohmann/json.hpp>
 
-#include "converter/output_file.h"
+#include "runtime/core/output_file.h"
 #include "converter/safetensors.h"
 
 namespace patchfuse {

@@ -1,4 +1,4 @@
-#include "converter/output_file.h"
+#include "runtime/core/output_file.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>

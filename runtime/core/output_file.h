@@ -1,4 +1,4 @@
-// Writing outputs so that a failed command leaves nothing behind: bytes go to a temporary file in
+// Writing outputs (converter and tools) so that a failed command leaves nothing behind: bytes go to a temporary file in
 // the destination folder (same filesystem), are flushed, then renamed over the destination.
 #pragma once
 

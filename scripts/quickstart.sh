@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# The first minute with patchfuse: build, make a Qwen2-VL-shaped checkpoint (bf16, two shards),
+# convert it to a .pfb, show what it holds, and export it back bit-exactly.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+out=out/quickstart
+
+bash scripts/install-deps.sh
+cmake -S . -B build -DCMAKE_BUILD_TYPE=Release > /dev/null
+cmake --build build -j "$(nproc)" > /dev/null
+rm -rf "$out" && mkdir -p "$out"
+
+run() { echo "+ $*"; "$@"; }
+run build/converter/patchfuse-make-sample "$out/qwen2-vl-sample" --model-type qwen2_vl --dtype bf16 --shards 2
+run build/converter/patchfuse-convert convert "$out/qwen2-vl-sample" -o "$out/qwen2-vl.pfb"
+run build/converter/patchfuse-convert inspect "$out/qwen2-vl.pfb"
+run build/converter/patchfuse-convert export "$out/qwen2-vl.pfb" -o "$out/roundtrip.safetensors"
+echo "quickstart: done; files are in $out/"

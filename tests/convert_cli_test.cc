@@ -1,0 +1,360 @@
+// patchfuse-convert end to end, through the real binary: the issue's acceptance checks, the
+// fuse -> export round trip for every architecture in the table, determinism, exit codes, and
+// malformed inputs that must give exit 1, one line on stderr and no output file.
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <cstring>
+
+#include "converter/architectures.h"
+#include "converter/safetensors.h"
+#include "converter/sample_checkpoint.h"
+#include "tests/support/test_util.h"
+
+namespace patchfuse {
+namespace {
+
+using testing::CommandResult;
+using testing::TempDir;
+
+CommandResult convert_cli(const std::string& args) { return testing::run_command(std::string(PATCHFUSE_CONVERT_BIN) + " " + args); }
+
+void make_sample(const std::string& dir, const std::string& model_type, DType dtype, int shards, int64_t embed_dim) {
+  SampleSpec spec;
+  spec.arch = find_architecture(model_type);
+  spec.dtype = dtype;
+  spec.shards = shards;
+  spec.embed_dim = embed_dim;
+  ASSERT_TRUE(write_sample_checkpoint(dir, spec).ok());
+}
+
+// One line, naming the tool, and nothing but the error.
+void expect_one_line_error(const CommandResult& r, const std::string& needle) {
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_EQ(r.err.rfind("patchfuse-convert: error: ", 0), 0u) << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  EXPECT_NE(r.err.find(needle), std::string::npos) << r.err;
+}
+
+// The bytes of tensor `name` in a safetensors file, checked against dtype and shape.
+std::vector<uint8_t> tensor_bytes(const std::string& file, const std::string& name, std::string* dtype = nullptr,
+                                  std::vector<int64_t>* shape = nullptr) {
+  auto st = SafetensorsFile::open(file);
+  EXPECT_TRUE(st.ok());
+  if (!st.ok()) return {};
+  const SafetensorsEntry* e = st->find(name);
+  EXPECT_NE(e, nullptr) << name;
+  if (e == nullptr) return {};
+  if (dtype) *dtype = e->dtype;
+  if (shape) *shape = e->shape;
+  return std::vector<uint8_t>(st->data(*e), st->data(*e) + (e->end - e->begin));
+}
+
+TEST(ConvertCli, Qwen2VlShardedBf16AcceptanceCheck) {
+  TempDir dir;
+  make_sample(dir / "ckpt", "qwen2_vl", DType::kBF16, 2, 0);  // real size: 1280 x 3 x 2 x 14 x 14
+  ASSERT_TRUE(testing::file_exists(dir / "ckpt/model.safetensors.index.json"));
+  const CommandResult c = convert_cli("convert " + dir / "ckpt" + " -o " + (dir / "m.pfb"));
+  ASSERT_EQ(c.exit_code, 0) << c.err;
+
+  const CommandResult i = convert_cli("inspect --json " + (dir / "m.pfb"));
+  ASSERT_EQ(i.exit_code, 0) << i.err;
+  const auto j = nlohmann::json::parse(i.out);
+  ASSERT_EQ(j["modules"].size(), 1u);
+  const auto& m = j["modules"][0];
+  EXPECT_EQ(m["path"], "visual.patch_embed");
+  EXPECT_EQ(m["layout"], "fused_linear");
+  EXPECT_EQ(m["class_name"], "FusedPatchEmbed");
+  EXPECT_EQ(m["weight"]["name"], "visual.patch_embed.linear_proj.weight");
+  EXPECT_EQ(m["weight"]["shape"], nlohmann::json::array({1280, 1176}));
+  EXPECT_EQ(m["weight"]["dtype"], "BF16");
+  EXPECT_EQ(m["weight"]["offset"].get<size_t>() % 64, 0u);
+  EXPECT_TRUE(m["bias"].is_null());
+  EXPECT_EQ(j["model_type"], "qwen2_vl");
+  EXPECT_EQ(j["fusion_config"], nlohmann::json::parse(R"({"patch_embeddings":true})"));
+
+  const CommandResult e = convert_cli("export " + (dir / "m.pfb") + " -o " + (dir / "back.safetensors"));
+  ASSERT_EQ(e.exit_code, 0) << e.err;
+  std::string dtype;
+  std::vector<int64_t> shape;
+  const auto back = tensor_bytes(dir / "back.safetensors", "visual.patch_embed.proj.weight", &dtype, &shape);
+  EXPECT_EQ(dtype, "BF16");
+  EXPECT_EQ(shape, (std::vector<int64_t>{1280, 3, 2, 14, 14}));
+  EXPECT_EQ(back, tensor_bytes(dir / "ckpt/model-00001-of-00002.safetensors", "visual.patch_embed.proj.weight"));
+
+  const CommandResult h = convert_cli("inspect " + (dir / "m.pfb"));
+  EXPECT_EQ(h.exit_code, 0);
+  EXPECT_NE(h.out.find("visual.patch_embed.linear_proj.weight [1280, 1176] BF16"), std::string::npos) << h.out;
+}
+
+// fuse -> export gives back the original bytes, for every architecture, F32 and BF16, one or
+// several shards, with and without bias (the table decides which have one).
+TEST(ConvertCli, RoundTripIsByteIdenticalForEveryArchitecture) {
+  for (const Architecture& a : architectures()) {
+    for (DType dtype : {DType::kF32, DType::kBF16}) {
+      SCOPED_TRACE(std::string(a.model_type) + " " + dtype_name(dtype));
+      TempDir dir;
+      const int shards = dtype == DType::kF32 ? 1 : 2;
+      make_sample(dir / "ckpt", std::string(a.model_type), dtype, shards, 24);
+      ASSERT_EQ(convert_cli("convert " + dir / "ckpt" + " -o " + (dir / "m.pfb")).exit_code, 0);
+      const CommandResult e = convert_cli("export " + (dir / "m.pfb") + " -o " + (dir / "back.safetensors"));
+      ASSERT_EQ(e.exit_code, 0) << e.err;
+      const std::string shard0 = dir / (shards == 1 ? "ckpt/model.safetensors" : "ckpt/model-00001-of-00002.safetensors");
+      const std::string shard_last = dir / (shards == 1 ? "ckpt/model.safetensors" : "ckpt/model-00002-of-00002.safetensors");
+      const std::string pe(a.patch_embed_path);
+      EXPECT_EQ(tensor_bytes(dir / "back.safetensors", pe + ".proj.weight"), tensor_bytes(shard0, pe + ".proj.weight"));
+      auto st = SafetensorsFile::open(dir / "back.safetensors");
+      ASSERT_TRUE(st.ok());
+      EXPECT_EQ(st->entries().size(), a.bias ? 2u : 1u);
+      if (a.bias) {
+        EXPECT_EQ(tensor_bytes(dir / "back.safetensors", pe + ".proj.bias"), tensor_bytes(shard_last, pe + ".proj.bias"));
+      }
+    }
+  }
+}
+
+TEST(ConvertCli, OriginalLayoutWithFusionDisabled) {
+  TempDir dir;
+  make_sample(dir / "ckpt", "glm4v", DType::kBF16, 1, 32);
+  ASSERT_EQ(convert_cli("convert " + dir / "ckpt" + " -o " + (dir / "m.pfb") + " --fusion patch_embeddings=false").exit_code, 0);
+  const auto j = nlohmann::json::parse(convert_cli("inspect --json " + (dir / "m.pfb")).out);
+  EXPECT_EQ(j["modules"][0]["layout"], "original_conv");
+  EXPECT_EQ(j["modules"][0]["class_name"], "Glm4vVisionPatchEmbed");
+  EXPECT_EQ(j["modules"][0]["weight"]["name"], "model.visual.patch_embed.proj.weight");
+  EXPECT_EQ(j["modules"][0]["weight"]["shape"], nlohmann::json::array({32, 3, 2, 14, 14}));
+  EXPECT_EQ(j["modules"][0]["bias"]["name"], "model.visual.patch_embed.proj.bias");
+  EXPECT_EQ(j["fusion_config"], nlohmann::json::parse(R"({"patch_embeddings":false})"));
+  ASSERT_EQ(convert_cli("export " + (dir / "m.pfb") + " -o " + (dir / "back.safetensors")).exit_code, 0);
+  EXPECT_EQ(tensor_bytes(dir / "back.safetensors", "model.visual.patch_embed.proj.weight"),
+            tensor_bytes(dir / "ckpt/model.safetensors", "model.visual.patch_embed.proj.weight"));
+}
+
+TEST(ConvertCli, DeterministicOutput) {
+  TempDir dir;
+  make_sample(dir / "ckpt", "qwen3_vl", DType::kBF16, 2, 40);
+  ASSERT_EQ(convert_cli("convert " + dir / "ckpt" + " -o " + (dir / "a.pfb")).exit_code, 0);
+  ASSERT_EQ(convert_cli("convert " + dir / "ckpt" + " -o " + (dir / "b.pfb")).exit_code, 0);
+  EXPECT_EQ(testing::read_bytes(dir / "a.pfb"), testing::read_bytes(dir / "b.pfb"));
+}
+
+TEST(ConvertCli, DtypeConversionSaysWhenLossy) {
+  TempDir dir;
+  make_sample(dir / "ckpt", "qwen3_vl", DType::kF32, 1, 16);
+  const CommandResult bf = convert_cli("convert " + dir / "ckpt" + " -o " + (dir / "bf.pfb") + " --dtype bf16");
+  ASSERT_EQ(bf.exit_code, 0) << bf.err;
+  EXPECT_NE(bf.err.find("model.visual.patch_embed.proj.weight: F32 -> BF16 is lossy"), std::string::npos) << bf.err;
+  auto j = nlohmann::json::parse(convert_cli("inspect --json " + (dir / "bf.pfb")).out);
+  EXPECT_EQ(j["modules"][0]["dtype"], "BF16");
+  EXPECT_EQ(j["modules"][0]["source_dtype"], "F32");
+  EXPECT_EQ(j["modules"][0]["bias"]["dtype"], "BF16");
+
+  // BF16 -> F32 is exact and says so.
+  make_sample(dir / "ckpt16", "qwen3_vl", DType::kBF16, 1, 16);
+  const CommandResult up = convert_cli("convert " + dir / "ckpt16" + " -o " + (dir / "f32.pfb") + " --dtype f32");
+  ASSERT_EQ(up.exit_code, 0);
+  EXPECT_NE(up.err.find("BF16 -> F32 is exact"), std::string::npos) << up.err;
+  const CommandResult f16 = convert_cli("convert " + dir / "ckpt16" + " -o " + (dir / "f16.pfb") + " --dtype f16");
+  ASSERT_EQ(f16.exit_code, 0);
+  EXPECT_NE(f16.err.find("BF16 -> F16"), std::string::npos) << f16.err;
+}
+
+TEST(ConvertCli, SingleFileInputWithConfigFlagAndGeometryOverride) {
+  TempDir dir;
+  make_sample(dir / "ckpt", "qwen2_5_vl", DType::kBF16, 1, 16);
+  testing::write_text(dir / "other.json", R"({"model_type":"my_vlm","vision_config":{"patch_size":14,"in_chans":3}})");
+  const CommandResult unknown =
+      convert_cli("convert " + dir / "ckpt/model.safetensors" + " -o " + (dir / "m.pfb") + " --config " + (dir / "other.json"));
+  expect_one_line_error(unknown, "model_type 'my_vlm' is not a known architecture");
+  EXPECT_FALSE(testing::file_exists(dir / "m.pfb"));
+  const CommandResult ok = convert_cli("convert " + dir / "ckpt/model.safetensors" + " -o " + (dir / "m.pfb") + " --config " +
+                                       (dir / "other.json") + " --geometry stride=2x14x14");
+  ASSERT_EQ(ok.exit_code, 0) << ok.err;
+  const auto j = nlohmann::json::parse(convert_cli("inspect --json " + (dir / "m.pfb")).out);
+  EXPECT_EQ(j["model_type"], "my_vlm");
+  EXPECT_EQ(j["modules"][0]["class_name"], "");
+}
+
+TEST(ConvertCli, SeveralPatchEmbeddingsAreAllConvertedAndIneligibleOnesListed) {
+  TempDir dir;
+  make_sample(dir / "ckpt", "qwen2_vl", DType::kF32, 1, 8);
+  // Add a second encoder's patch embedding with a 2x28x28 kernel next to the first one.
+  auto st = SafetensorsFile::open(dir / "ckpt/model.safetensors");
+  ASSERT_TRUE(st.ok());
+  std::vector<TensorToWrite> tensors;
+  for (const SafetensorsEntry& e : st->entries()) {
+    tensors.push_back({e.name, *dtype_from_name(e.dtype), e.shape, st->data(e), e.end - e.begin});
+  }
+  const std::vector<uint8_t> second(8 * 3 * 2 * 14 * 14 * 4, 0);
+  tensors.push_back({"audio.patch_embed.proj.weight", DType::kF32, {8, 3, 2, 14, 14}, second.data(), second.size()});
+  testing::write_bytes(dir / "two.safetensors", serialize_safetensors(tensors, {}));
+  const CommandResult two = convert_cli("convert " + dir / "two.safetensors" + " --config " + (dir / "ckpt/config.json") + " -o " +
+                                        (dir / "two.pfb"));
+  ASSERT_EQ(two.exit_code, 0) << two.err;
+  const auto j = nlohmann::json::parse(convert_cli("inspect --json " + (dir / "two.pfb")).out);
+  ASSERT_EQ(j["modules"].size(), 2u);
+  EXPECT_EQ(j["modules"][0]["path"], "audio.patch_embed");
+  EXPECT_EQ(j["modules"][1]["path"], "visual.patch_embed");
+
+  // With an ineligible override, every module is skipped and listed: that is an error.
+  const CommandResult none = convert_cli("convert " + dir / "two.safetensors" + " --config " + (dir / "ckpt/config.json") + " -o " +
+                                         (dir / "none.pfb") + " --geometry stride=1x14x14");
+  expect_one_line_error(none, "none of the 2 patch embeddings is eligible");
+  EXPECT_NE(none.err.find("stride (1,14,14) must equal kernel (2,14,14)"), std::string::npos);
+  EXPECT_FALSE(testing::file_exists(dir / "none.pfb"));
+}
+
+// A 10 GiB shard (sparse on disk) beside the patch embedding: conversion must read only the
+// headers and the tensors it needs, so its peak memory stays near the patch embedding's size.
+// (Time is a benchmark's business; memory is deterministic enough to assert.)
+TEST(ConvertCli, LargeShardedCheckpointTouchesOnlyThePatchEmbedding) {
+  TempDir dir;
+  make_sample(dir / "ckpt", "qwen2_vl", DType::kBF16, 2, 0);
+  const uint64_t big = 10ull << 30;
+  const std::string header = R"({"model.layers.0.mlp.weight":{"dtype":"BF16","shape":[)" + std::to_string(big / 2) +
+                             R"(],"data_offsets":[0,)" + std::to_string(big) + "]}}";
+  std::string head(8, '\0');
+  for (int i = 0; i < 8; ++i) head[i] = static_cast<char>(header.size() >> (8 * i));
+  head += header;
+  testing::write_text(dir / "ckpt/model-big.safetensors", head);
+  ASSERT_EQ(::truncate((dir / "ckpt/model-big.safetensors").c_str(), static_cast<off_t>(head.size() + big)), 0);
+  auto index = nlohmann::json::parse(testing::read_bytes(dir / "ckpt/model.safetensors.index.json"));
+  index["weight_map"]["model.layers.0.mlp.weight"] = "model-big.safetensors";
+  testing::write_text(dir / "ckpt/model.safetensors.index.json", index.dump());
+
+  const CommandResult r = convert_cli("convert " + dir / "ckpt" + " -o " + (dir / "m.pfb"));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  rusage usage{};
+  ASSERT_EQ(::getrusage(RUSAGE_CHILDREN, &usage), 0);
+  const double peak_mb = usage.ru_maxrss / 1024.0;  // ru_maxrss is in KiB on Linux
+  // The weight is 2.9 MB; the converter keeps a few copies of it (mapped, converted, built).
+  EXPECT_LT(peak_mb, 64.0) << "peak RSS " << peak_mb << " MB while a 10 GiB shard sat beside the weights";
+}
+
+// ---- malformed inputs: exit 1, one line naming the problem, no output file left behind -------
+
+class ConvertCliBadInput : public ::testing::Test {
+ protected:
+  void SetUp() override { make_sample(dir_ / "ckpt", "qwen2_vl", DType::kBF16, 1, 8); }
+  std::string ckpt() const { return dir_ / "ckpt"; }
+  std::string weights() const { return dir_ / "ckpt/model.safetensors"; }
+  std::string out() const { return dir_ / "out/m.pfb"; }
+  void expect_failure(const std::string& extra_args, const std::string& needle) {
+    ASSERT_EQ(std::system(("mkdir -p '" + (dir_ / "out") + "'").c_str()), 0);
+    const CommandResult r = convert_cli("convert " + ckpt() + " -o " + out() + " " + extra_args);
+    expect_one_line_error(r, needle);
+    EXPECT_TRUE(testing::list_dir(dir_ / "out").empty()) << "a failed command left files behind";
+  }
+  // Replaces the header of the sample's safetensors file, keeping its data.
+  void rewrite_header(const std::string& header_json, size_t data_bytes) {
+    std::vector<uint8_t> f(8);
+    std::string h = header_json;
+    for (int i = 0; i < 8; ++i) f[i] = static_cast<uint8_t>(h.size() >> (8 * i));
+    f.insert(f.end(), h.begin(), h.end());
+    f.resize(f.size() + data_bytes, 0);
+    testing::write_bytes(weights(), f);
+  }
+  TempDir dir_;
+};
+
+TEST_F(ConvertCliBadInput, TruncatedSafetensors) {
+  auto bytes = testing::read_bytes(weights());
+  bytes.resize(5);
+  testing::write_bytes(weights(), bytes);
+  expect_failure("", "truncated safetensors file (5 bytes)");
+}
+
+TEST_F(ConvertCliBadInput, HeaderLengthBeyondFile) {
+  auto bytes = testing::read_bytes(weights());
+  bytes.resize(200);
+  testing::write_bytes(weights(), bytes);
+  expect_failure("", "runs past the end of the file (200 bytes)");
+}
+
+TEST_F(ConvertCliBadInput, TensorPastTheData) {
+  rewrite_header(R"({"visual.patch_embed.proj.weight":{"dtype":"BF16","shape":[8,3,2,14,14],"data_offsets":[0,18816]}})", 100);
+  expect_failure("", "run past the data section (100 bytes)");
+}
+
+TEST_F(ConvertCliBadInput, OverlappingTensors) {
+  rewrite_header(R"({"visual.patch_embed.proj.weight":{"dtype":"BF16","shape":[8,3,2,14,14],"data_offsets":[0,18816]},)"
+                 R"("visual.x":{"dtype":"BF16","shape":[8],"data_offsets":[100,116]}})",
+                 18816);
+  expect_failure("", "overlap");
+}
+
+TEST_F(ConvertCliBadInput, DtypeShapeByteCountMismatch) {
+  rewrite_header(R"({"visual.patch_embed.proj.weight":{"dtype":"F32","shape":[8,3,2,14,14],"data_offsets":[0,18816]}})",
+                 18816);
+  expect_failure("", "hold 18816 bytes but shape (8,3,2,14,14) x F32 needs 37632");
+}
+
+TEST_F(ConvertCliBadInput, UnsupportedWeightDtype) {
+  rewrite_header(R"({"visual.patch_embed.proj.weight":{"dtype":"I16","shape":[8,3,2,14,14],"data_offsets":[0,18816]}})",
+                 18816);
+  expect_failure("", "has dtype I16; patch-embedding weights must be F32, F16 or BF16");
+}
+
+TEST_F(ConvertCliBadInput, ConfigMissingEveryGeometryField) {
+  testing::write_text(dir_ / "ckpt/config.json", R"({"model_type":"qwen2_vl","vision_config":{"depth":2}})");
+  expect_failure("", "none is present");
+}
+
+TEST_F(ConvertCliBadInput, ConfigDisagreesWithWeight) {
+  testing::write_text(dir_ / "ckpt/config.json", R"({"model_type":"qwen2_vl","vision_config":{"patch_size":16}})");
+  expect_failure("", "patch_size (16,16) disagrees with visual.patch_embed.proj.weight kernel (h,w) (14,14)");
+}
+
+TEST_F(ConvertCliBadInput, IneligibleConv) {
+  testing::write_text(dir_ / "ckpt/config.json", R"({"model_type":"my_vlm","vision_config":{"patch_size":14}})");
+  expect_failure("--geometry stride=2x14x14,padding=0x1x1",
+                 "none of the 1 patch embeddings is eligible; skipped visual.patch_embed: not eligible for "
+                 "'patch_embeddings' fusion: padding (0,1,1) must be all 0");
+}
+
+TEST_F(ConvertCliBadInput, UnknownFusionName) { expect_failure("--fusion conv_bn=true", "Unknown fusion type: conv_bn"); }
+
+TEST_F(ConvertCliBadInput, InvalidFusionValue) {
+  expect_failure("--fusion patch_embeddings=maybe", "value of 'patch_embeddings' must be true, false or an options mapping, got 'maybe'");
+}
+
+TEST_F(ConvertCliBadInput, NoPatchEmbedding) {
+  rewrite_header(R"({"visual.blocks.0.proj.weight":{"dtype":"BF16","shape":[8],"data_offsets":[0,16]}})", 16);
+  expect_failure("", "no patch embedding found");
+}
+
+TEST_F(ConvertCliBadInput, MissingConfig) {
+  ASSERT_EQ(std::remove((dir_ / "ckpt/config.json").c_str()), 0);
+  expect_failure("", "config.json: cannot open the model config");
+}
+
+TEST_F(ConvertCliBadInput, RefusesToOverwriteTheInput) {
+  const auto before = testing::read_bytes(weights());
+  const CommandResult r = convert_cli("convert " + ckpt() + " -o " + weights());
+  expect_one_line_error(r, "refusing to overwrite an input");
+  EXPECT_EQ(testing::read_bytes(weights()), before);
+}
+
+TEST_F(ConvertCliBadInput, ExportAndInspectOfABadModel) {
+  testing::write_bytes(dir_ / "bad.pfb", {'n', 'o', 'p', 'e', 'x', 'x', 'x', 'x', 0, 0});
+  expect_one_line_error(convert_cli("inspect " + (dir_ / "bad.pfb")), "is not 'PFB1'");
+  ASSERT_EQ(std::system(("mkdir -p '" + (dir_ / "out") + "'").c_str()), 0);
+  expect_one_line_error(convert_cli("export " + (dir_ / "bad.pfb") + " -o " + (dir_ / "out/x.safetensors")), "is not 'PFB1'");
+  EXPECT_TRUE(testing::list_dir(dir_ / "out").empty());
+}
+
+TEST(ConvertCliUsage, ExitCodeTwoForUsageErrors) {
+  EXPECT_EQ(convert_cli("").exit_code, 2);
+  EXPECT_EQ(convert_cli("convert").exit_code, 2);                  // INPUT and -o missing
+  EXPECT_EQ(convert_cli("convert x -o y --dtype f8").exit_code, 2);  // not one of keep|f32|f16|bf16
+  EXPECT_EQ(convert_cli("convert x -o y --geometry stride").exit_code, 2);
+  EXPECT_EQ(convert_cli("frobnicate").exit_code, 2);
+  const CommandResult help = convert_cli("--help");
+  EXPECT_EQ(help.exit_code, 0);
+  EXPECT_NE(help.out.find("convert"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace patchfuse

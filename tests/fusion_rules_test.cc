@@ -1,0 +1,198 @@
+// The shared fusion rules: candidate discovery, eligibility (each rule), transforms, fusion-config
+// validation and conflicts.
+#include "runtime/rules/fusion_rules.h"
+
+#include <gtest/gtest.h>
+
+namespace patchfuse {
+namespace {
+
+const FusionFamily& patch() { return *find_family("patch_embeddings"); }
+
+ConvGeometry qwen2_vl() {
+  ConvGeometry g;
+  g.kernel = g.stride = {2, 14, 14};
+  g.padding = {0, 0, 0};
+  g.dilation = {1, 1, 1};
+  g.in_channels = 3;
+  g.embed_dim = 1280;
+  return g;
+}
+
+TEST(Candidates, ModulePathRegex) {
+  EXPECT_EQ(candidate_module(patch(), "visual.patch_embed.proj.weight"), "visual.patch_embed");
+  EXPECT_EQ(candidate_module(patch(), "model.visual.patch_embed.proj.weight"), "model.visual.patch_embed");
+  EXPECT_EQ(candidate_module(patch(), "thinker.visual.patch_embed.proj.weight"), "thinker.visual.patch_embed");
+  EXPECT_EQ(candidate_module(patch(), "patch_embed.proj.weight"), "patch_embed");  // (^|\.) at the start
+  // Near misses: the regex is anchored on a whole path component.
+  EXPECT_FALSE(candidate_module(patch(), "vision.patch_embedding.proj.weight"));
+  EXPECT_FALSE(candidate_module(patch(), "visual.mypatch_embed.proj.weight"));
+  EXPECT_FALSE(candidate_module(patch(), "a.patch_embed.b.proj.weight"));
+  EXPECT_FALSE(candidate_module(patch(), "visual.patch_embed.proj.bias"));
+  EXPECT_FALSE(candidate_module(patch(), "visual.patch_embed.linear_proj.weight"));
+  EXPECT_FALSE(candidate_module(patch(), "visual.patch_embed.proj2.weight"));
+  EXPECT_FALSE(candidate_module(patch(), ".proj.weight"));
+}
+
+TEST(Eligibility, QwenGeometryIsEligible) {
+  EXPECT_TRUE(eligibility_violations(qwen2_vl()).empty());
+  EXPECT_TRUE(check_eligible(patch(), "visual.patch_embed", qwen2_vl()).ok());
+}
+
+TEST(Eligibility, EachRuleIsReportedByName) {
+  ConvGeometry g = qwen2_vl();
+  g.stride = {1, 14, 14};
+  ASSERT_EQ(eligibility_violations(g).size(), 1u);
+  EXPECT_EQ(eligibility_violations(g)[0], "stride (1,14,14) must equal kernel (2,14,14)");
+
+  g = qwen2_vl();
+  g.padding = {0, 1, 1};
+  ASSERT_EQ(eligibility_violations(g).size(), 1u);
+  EXPECT_EQ(eligibility_violations(g)[0], "padding (0,1,1) must be all 0");
+
+  g = qwen2_vl();
+  g.dilation = {1, 2, 1};
+  ASSERT_EQ(eligibility_violations(g).size(), 1u);
+  EXPECT_EQ(eligibility_violations(g)[0], "dilation (1,2,1) must be all 1");
+
+  g = qwen2_vl();
+  g.groups = 3;
+  ASSERT_EQ(eligibility_violations(g).size(), 1u);
+  EXPECT_EQ(eligibility_violations(g)[0], "groups 3 must be 1");
+
+  g = qwen2_vl();
+  g.stride = {2, 7, 7};
+  g.padding = {1, 1, 1};
+  g.dilation = {2, 2, 2};
+  EXPECT_EQ(eligibility_violations(g).size(), 3u);
+  const Status s = check_eligible(patch(), "visual.patch_embed", g);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.error().message.find("module visual.patch_embed is not eligible"), std::string::npos);
+  EXPECT_NE(s.error().message.find("stride (2,7,7) must equal kernel (2,14,14)"), std::string::npos);
+}
+
+TEST(Eligibility, StructurallyInvalidGeometryIsRefused) {
+  ConvGeometry g = qwen2_vl();
+  g.kernel = {14, 14};
+  EXPECT_FALSE(check_geometry(patch(), "m", g).ok());
+  g = qwen2_vl();
+  g.stride = {0, 14, 14};
+  EXPECT_FALSE(check_geometry(patch(), "m", g).ok());
+  g = qwen2_vl();
+  g.padding = {-1, 0, 0};
+  EXPECT_FALSE(check_geometry(patch(), "m", g).ok());
+  g = qwen2_vl();
+  g.groups = 2;  // 3 channels are not divisible by 2
+  EXPECT_FALSE(check_geometry(patch(), "m", g).ok());
+  g = qwen2_vl();
+  g.kernel = {1 << 30, 1 << 30, 1 << 30};
+  g.stride = g.kernel;
+  EXPECT_FALSE(check_geometry(patch(), "m", g).ok());  // patch volume overflows
+}
+
+TEST(Transforms, NamesAndShapes) {
+  const ConvGeometry g = qwen2_vl();
+  EXPECT_EQ(conv_weight_name(patch(), "visual.patch_embed"), "visual.patch_embed.proj.weight");
+  EXPECT_EQ(fused_weight_name(patch(), "visual.patch_embed"), "visual.patch_embed.linear_proj.weight");
+  EXPECT_EQ(conv_bias_name(patch(), "m"), "m.proj.bias");
+  EXPECT_EQ(fused_bias_name(patch(), "m"), "m.linear_proj.bias");
+  EXPECT_EQ(fused_weight_shape(g), (std::vector<int64_t>{1280, 1176}));
+  EXPECT_EQ(conv_weight_shape(g), (std::vector<int64_t>{1280, 3, 2, 14, 14}));
+  EXPECT_EQ(*patch_volume(g), 1176);
+  auto back = unfuse_weight_shape("w", {1280, 1176}, g);
+  ASSERT_TRUE(back.ok());
+  EXPECT_EQ(*back, conv_weight_shape(g));
+  EXPECT_FALSE(unfuse_weight_shape("w", {1280, 1175}, g).ok());
+  EXPECT_FALSE(unfuse_weight_shape("w", {1176, 1280}, g).ok());  // same count, wrong embed_dim
+  EXPECT_FALSE(unfuse_weight_shape("w", {1280, 3, 392}, g).ok());
+  EXPECT_EQ(fused_class_name("PatchEmbed"), "FusedPatchEmbed");
+  EXPECT_EQ(fused_class_name(""), "");
+}
+
+TEST(Transforms, GeometryFromWeight) {
+  auto g = geometry_from_conv_weight(patch(), "w", {1152, 3, 2, 16, 16});
+  ASSERT_TRUE(g.ok());
+  EXPECT_EQ(g->embed_dim, 1152);
+  EXPECT_EQ(g->in_channels, 3);
+  EXPECT_EQ(g->kernel, (std::vector<int64_t>{2, 16, 16}));
+  EXPECT_FALSE(geometry_from_conv_weight(patch(), "w", {1152, 3, 16, 16}).ok());
+  EXPECT_FALSE(geometry_from_conv_weight(patch(), "w", {1152, 0, 2, 16, 16}).ok());
+}
+
+FusionValue bool_value(bool on) {
+  FusionValue v;
+  v.enabled = on;
+  return v;
+}
+
+TEST(FusionConfig, DefaultAndMerge) {
+  auto steps = validate_fusion_config(default_fusion_config());
+  ASSERT_TRUE(steps.ok());
+  ASSERT_EQ(steps->size(), 1u);
+  EXPECT_EQ((*steps)[0].family->name, "patch_embeddings");
+  EXPECT_TRUE((*steps)[0].enabled);
+  const FusionConfig merged = merge_with_default({{"patch_embeddings", bool_value(false)}});
+  ASSERT_EQ(merged.size(), 1u);
+  EXPECT_FALSE(merged[0].value.enabled);
+}
+
+TEST(FusionConfig, UnknownNameIsAnError) {
+  auto r = validate_fusion_config({{"conv_bn", bool_value(true)}});
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().message, "Unknown fusion type: conv_bn");
+}
+
+TEST(FusionConfig, InvalidValueNamesTheFamily) {
+  FusionValue v;
+  v.kind = FusionValue::Kind::kInvalid;
+  v.text = "42";
+  auto r = validate_fusion_config({{"patch_embeddings", v}});
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().message.find("'patch_embeddings' must be true, false or an options mapping, got 42"),
+            std::string::npos);
+}
+
+TEST(FusionConfig, OptionsMappingEnablesAndUnknownOptionsFail) {
+  FusionValue empty;
+  empty.kind = FusionValue::Kind::kOptions;
+  auto ok = validate_fusion_config({{"patch_embeddings", empty}});
+  ASSERT_TRUE(ok.ok());
+  EXPECT_TRUE((*ok)[0].enabled);
+  FusionValue opts = empty;
+  opts.options = {{"tile", "8"}};
+  auto bad = validate_fusion_config({{"patch_embeddings", opts}});
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().message.find("has no option 'tile'"), std::string::npos);
+}
+
+TEST(FusionConfig, DuplicateFamilyIsAnError) {
+  auto r = validate_fusion_config({{"patch_embeddings", bool_value(true)}, {"patch_embeddings", bool_value(false)}});
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().message.find("given twice"), std::string::npos);
+}
+
+TEST(FusionConfig, UserOrderIsKeptAndConflictsFailFast) {
+  // A registry with a second family that rewrites the same tensors as the first.
+  const std::vector<FusionFamily> registry = {
+      {"patch_embeddings", R"((^|\.)patch_embed$)", "proj", "linear_proj", 3, {}},
+      {"patch_embeddings_v2", R"((^|\.)patch_embed$)", "proj", "linear", 3, {}},
+      {"conv2d_patch_embeddings", R"((^|\.)patch_embedding$)", "proj", "linear_proj", 2, {}},
+  };
+  auto ordered = validate_fusion_config(
+      {{"conv2d_patch_embeddings", bool_value(true)}, {"patch_embeddings", bool_value(true)}}, registry);
+  ASSERT_TRUE(ordered.ok());
+  EXPECT_EQ((*ordered)[0].family->name, "conv2d_patch_embeddings");
+  EXPECT_EQ((*ordered)[1].family->name, "patch_embeddings");
+
+  auto clash = validate_fusion_config(
+      {{"patch_embeddings", bool_value(true)}, {"patch_embeddings_v2", bool_value(true)}}, registry);
+  ASSERT_FALSE(clash.ok());
+  EXPECT_NE(clash.error().message.find("'patch_embeddings' and 'patch_embeddings_v2'"), std::string::npos);
+  // A disabled family transforms nothing, so it cannot conflict.
+  EXPECT_TRUE(validate_fusion_config(
+                  {{"patch_embeddings", bool_value(true)}, {"patch_embeddings_v2", bool_value(false)}}, registry)
+                  .ok());
+}
+
+}  // namespace
+}  // namespace patchfuse

@@ -1,0 +1,182 @@
+// The .pfb format: writer and verifying reader. Alignment, tail slack, determinism, and that every
+// corrupted or inconsistent file is refused with a message instead of crashing.
+#include <gtest/gtest.h>
+
+#include <random>
+
+#include "converter/model_writer.h"
+#include "patchfuse_generated.h"
+#include "runtime/model/model_format.h"
+#include "runtime/model/model_view.h"
+
+namespace patchfuse {
+namespace {
+
+ModuleRecord qwen_module(Layout layout, bool bias, int64_t embed_dim = 16) {
+  ModuleRecord m;
+  m.path = "visual.patch_embed";
+  m.family = find_family("patch_embeddings");
+  m.class_name = "FusedPatchEmbed";
+  m.layout = layout;
+  m.geometry.kernel = m.geometry.stride = {2, 14, 14};
+  m.geometry.padding = {0, 0, 0};
+  m.geometry.dilation = {1, 1, 1};
+  m.geometry.in_channels = 3;
+  m.geometry.embed_dim = embed_dim;
+  m.dtype = m.source_dtype = DType::kBF16;
+  const bool fused = layout == Layout::kFusedLinear;
+  m.weight.name = fused ? "visual.patch_embed.linear_proj.weight" : "visual.patch_embed.proj.weight";
+  m.weight.shape = fused ? fused_weight_shape(m.geometry) : conv_weight_shape(m.geometry);
+  m.weight.dtype = DType::kBF16;
+  m.weight.bytes.resize(static_cast<size_t>(embed_dim) * 1176 * 2);
+  for (size_t i = 0; i < m.weight.bytes.size(); ++i) m.weight.bytes[i] = static_cast<uint8_t>(i * 7);
+  if (bias) {
+    m.bias = TensorRecord{fused ? "visual.patch_embed.linear_proj.bias" : "visual.patch_embed.proj.bias",
+                          {embed_dim}, DType::kBF16, std::vector<uint8_t>(static_cast<size_t>(embed_dim) * 2, 5)};
+  }
+  return m;
+}
+
+std::vector<FusionStep> default_steps() { return validate_fusion_config(default_fusion_config()).value(); }
+
+std::vector<uint8_t> build(const std::vector<ModuleRecord>& mods) { return build_model("qwen2_vl", default_steps(), mods); }
+
+std::string read_error(const std::vector<uint8_t>& bytes) {
+  auto r = read_model(bytes.data(), bytes.size(), "m.pfb");
+  return r.ok() ? std::string("(accepted)") : r.error().message;
+}
+
+TEST(ModelFormat, WriteThenReadBothLayouts) {
+  for (Layout layout : {Layout::kFusedLinear, Layout::kOriginalConv}) {
+    const auto bytes = build({qwen_module(layout, true)});
+    auto m = read_model(bytes.data(), bytes.size(), "m.pfb");
+    ASSERT_TRUE(m.ok()) << m.error().message;
+    EXPECT_EQ(m->schema_version, kSchemaVersion);
+    EXPECT_EQ(m->model_type, "qwen2_vl");
+    EXPECT_EQ(m->producer.rfind("patchfuse-convert ", 0), 0u);
+    ASSERT_EQ(m->fusion_config.size(), 1u);
+    EXPECT_EQ(m->fusion_config[0].family, "patch_embeddings");
+    ASSERT_EQ(m->modules.size(), 1u);
+    const ModuleView& v = m->modules[0];
+    EXPECT_EQ(v.layout, layout);
+    EXPECT_EQ(v.patch_volume, 1176);
+    EXPECT_EQ(v.geometry.stride, v.geometry.kernel);
+    ASSERT_TRUE(v.bias.has_value());
+    const ModuleRecord src = qwen_module(layout, true);
+    ASSERT_EQ(v.weight.bytes, src.weight.bytes.size());
+    EXPECT_TRUE(std::equal(src.weight.bytes.begin(), src.weight.bytes.end(), v.weight.data));
+    // Zero-copy: the view points into the buffer, aligned, with slack after it.
+    for (const TensorView* t : {&v.weight, &*v.bias}) {
+      const size_t offset = static_cast<size_t>(t->data - bytes.data());
+      EXPECT_EQ(offset % kTensorAlignment, 0u) << t->name;
+      EXPECT_GE(bytes.size() - offset - t->bytes, kTailSlack) << t->name;
+    }
+  }
+}
+
+TEST(ModelFormat, Deterministic) {
+  const auto mods = std::vector<ModuleRecord>{qwen_module(Layout::kFusedLinear, true)};
+  EXPECT_EQ(build(mods), build(mods));
+}
+
+TEST(ModelFormat, WrongIdentifier) {
+  auto bytes = build({qwen_module(Layout::kFusedLinear, false)});
+  bytes[4] = 'X';
+  EXPECT_NE(read_error(bytes).find("file identifier 'XFB1' is not 'PFB1'"), std::string::npos);
+  EXPECT_NE(read_error({1, 2, 3}).find("too small"), std::string::npos);
+}
+
+TEST(ModelFormat, EveryTruncationIsRefused) {
+  const auto bytes = build({qwen_module(Layout::kFusedLinear, true, 4)});
+  // Cutting the tail slack breaks the slack rule; cutting more breaks the FlatBuffer itself.
+  for (size_t keep = 0; keep < bytes.size(); keep += (keep < 1024 ? 1 : 97)) {
+    std::vector<uint8_t> cut(bytes.begin(), bytes.begin() + static_cast<std::ptrdiff_t>(keep));
+    EXPECT_NE(read_error(cut), "(accepted)") << "kept " << keep << " of " << bytes.size();
+  }
+}
+
+TEST(ModelFormat, BitFlipsNeverCrash) {
+  const auto bytes = build({qwen_module(Layout::kFusedLinear, true, 4)});
+  // Flips in the FlatBuffer metadata (not in the weight bytes, which any value is valid for) must
+  // either be refused or still give a self-consistent model. Seeded so a failure replays.
+  const uint32_t seed = 20261130;
+  std::mt19937 rng(seed);
+  int refused = 0;
+  for (int trial = 0; trial < 3000; ++trial) {
+    std::vector<uint8_t> b = bytes;
+    const size_t pos = rng() % 600;  // the header, tables and vectors sit before the weight data
+    b[pos] ^= static_cast<uint8_t>(1u << (rng() % 8));
+    auto r = read_model(b.data(), b.size(), "m.pfb");
+    if (!r.ok()) {
+      ++refused;
+      EXPECT_FALSE(r.error().message.empty());
+      continue;
+    }
+    for (const ModuleView& m : r->modules) {  // accepted: every pointer must lie inside the buffer
+      EXPECT_GE(m.weight.data, b.data());
+      EXPECT_LE(m.weight.data + m.weight.bytes, b.data() + b.size());
+    }
+  }
+  EXPECT_GT(refused, 100) << "seed " << seed;
+}
+
+TEST(ModelFormat, BytesDisagreeWithShape) {
+  ModuleRecord m = qwen_module(Layout::kFusedLinear, false, 4);
+  m.weight.bytes.pop_back();
+  m.weight.bytes.pop_back();
+  const std::string msg = read_error(build({m}));
+  EXPECT_NE(msg.find("holds 9406 bytes; shape (4,1176) x BF16 needs 9408"), std::string::npos) << msg;
+}
+
+TEST(ModelFormat, ShapeDisagreesWithGeometry) {
+  ModuleRecord m = qwen_module(Layout::kFusedLinear, false, 4);
+  m.weight.shape = {8, 588};
+  const std::string msg = read_error(build({m}));
+  EXPECT_NE(msg.find("shape (8,588) must be (4,1176)"), std::string::npos) << msg;
+  ModuleRecord b = qwen_module(Layout::kFusedLinear, true, 4);
+  b.bias->shape = {5};
+  EXPECT_NE(read_error(build({b})).find("shape (5) must be (4)"), std::string::npos);
+}
+
+TEST(ModelFormat, FusedModuleBreakingTheRulesIsRefused) {
+  ModuleRecord m = qwen_module(Layout::kFusedLinear, false, 4);
+  m.geometry.stride = {1, 14, 14};  // the weight shape is unchanged, so only the rule can object
+  const std::string msg = read_error(build({m}));
+  EXPECT_NE(msg.find("stride (1,14,14) must equal kernel (2,14,14)"), std::string::npos) << msg;
+  // The original layout may carry it (the runtime refuses to fuse it, but can list it).
+  ModuleRecord o = qwen_module(Layout::kOriginalConv, false, 4);
+  o.geometry.stride = {1, 14, 14};
+  EXPECT_EQ(read_error(build({o})), "(accepted)");
+}
+
+TEST(ModelFormat, NamesFollowTheRules) {
+  ModuleRecord m = qwen_module(Layout::kFusedLinear, false, 4);
+  m.weight.name = "visual.patch_embed.proj.weight";
+  EXPECT_NE(read_error(build({m})).find("must be 'visual.patch_embed.linear_proj.weight'"), std::string::npos);
+}
+
+TEST(ModelFormat, UnknownFamilyDuplicatePathsAndDtypeMismatch) {
+  const FusionFamily other{"mystery", "x", "proj", "linear_proj", 3, {}};
+  ModuleRecord m = qwen_module(Layout::kFusedLinear, false, 4);
+  m.family = &other;
+  EXPECT_NE(read_error(build({m})).find("family 'mystery' is not a known fusion family"), std::string::npos);
+  const ModuleRecord a = qwen_module(Layout::kFusedLinear, false, 4);
+  EXPECT_NE(read_error(build({a, a})).find("appears twice"), std::string::npos);
+  ModuleRecord d = qwen_module(Layout::kFusedLinear, false, 4);
+  d.dtype = DType::kF32;
+  EXPECT_NE(read_error(build({d})).find("dtype BF16 must equal the module dtype F32"), std::string::npos);
+}
+
+TEST(ModelFormat, NewerSchemaVersionAndEmptyModelAreRefused) {
+  flatbuffers::FlatBufferBuilder b;
+  fb::FinishModelBuffer(b, fb::CreateModel(b, kSchemaVersion + 1));
+  std::vector<uint8_t> bytes(b.GetBufferPointer(), b.GetBufferPointer() + b.GetSize());
+  EXPECT_NE(read_error(bytes).find("schema_version 2 is not supported"), std::string::npos) << read_error(bytes);
+  flatbuffers::FlatBufferBuilder e;
+  fb::FinishModelBuffer(e, fb::CreateModel(e, kSchemaVersion));
+  std::vector<uint8_t> empty(e.GetBufferPointer(), e.GetBufferPointer() + e.GetSize());
+  EXPECT_NE(read_error(empty).find("holds no modules"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace patchfuse

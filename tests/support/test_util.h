@@ -1,0 +1,39 @@
+// Helpers shared by the test files: scratch folders, file bytes, running the CLI tools.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace patchfuse::testing {
+
+// A fresh folder under $TMPDIR (or /tmp), removed with its contents when the object dies.
+class TempDir {
+ public:
+  TempDir();
+  ~TempDir();
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  const std::string& path() const { return path_; }
+  std::string operator/(const std::string& name) const { return path_ + "/" + name; }
+
+ private:
+  std::string path_;
+};
+
+std::vector<uint8_t> read_bytes(const std::string& path);
+void write_bytes(const std::string& path, const std::vector<uint8_t>& bytes);
+void write_text(const std::string& path, const std::string& text);
+bool file_exists(const std::string& path);
+// Names in `dir`, sorted (to check that a failed command left nothing behind).
+std::vector<std::string> list_dir(const std::string& dir);
+
+struct CommandResult {
+  int exit_code;
+  std::string out;  // stdout
+  std::string err;  // stderr
+};
+// Runs `command` through /bin/sh; arguments must already be quoted.
+CommandResult run_command(const std::string& command);
+
+}  // namespace patchfuse::testing
