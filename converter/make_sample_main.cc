@@ -16,6 +16,7 @@ int main(int argc, char** argv) {
   app.add_option("--dtype", dtype, "Weight dtype")->check(CLI::IsMember({"f32", "f16", "bf16"}));
   app.add_option("--shards", spec.shards, "Number of safetensors shards (1 = no index)")->check(CLI::Range(1, 9));
   app.add_option("--seed", spec.seed, "Random seed");
+  app.add_option("--patches", spec.patches, "Rows of pixel_values.npy (0: none)")->check(CLI::Range(0, 1 << 20));
   app.add_option("--embed-dim", spec.embed_dim, "Conv output width (default: the architecture's)")
       ->check(CLI::PositiveNumber);
   try {

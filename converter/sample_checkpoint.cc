@@ -8,6 +8,7 @@
 
 #include "runtime/core/output_file.h"
 #include "converter/safetensors.h"
+#include "tools/npy.h"
 
 namespace patchfuse {
 
@@ -101,7 +102,12 @@ Status write_sample_checkpoint(const std::string& dir, const SampleSpec& spec) {
   } else {
     config["vision_config"] = vision;
   }
-  return write_text(dir + "/config.json", config.dump(2) + "\n");
+  PF_RETURN_IF_ERROR(write_text(dir + "/config.json", config.dump(2) + "\n"));
+  if (spec.patches == 0) return {};
+  const int64_t volume = 3 * a.kernel[0] * a.kernel[1] * a.kernel[2];
+  std::vector<float> pixels(static_cast<size_t>(spec.patches * volume));
+  for (float& v : pixels) v = rng.uniform(-2.0f, 2.0f);  // normalized pixel range
+  return write_npy_f32(dir + "/pixel_values.npy", {spec.patches, volume}, pixels.data());
 }
 
 }  // namespace patchfuse

@@ -9,6 +9,7 @@ const char* code_name(Code code) {
     case Code::kInvalidModel: return "invalid model";
     case Code::kUnsupported: return "unsupported";
     case Code::kIoError: return "I/O error";
+    case Code::kOutOfMemory: return "out of memory";
     case Code::kInternal: return "internal error";
   }
   return "unknown";

@@ -16,6 +16,7 @@ enum class Code {
   kInvalidModel,     // a model / checkpoint / config file breaks a rule
   kUnsupported,      // well-formed but not something we can do (dtype, architecture, CPU)
   kIoError,          // open / read / write / rename failed
+  kOutOfMemory,
   kInternal,         // a third-party library failed in a way we did not anticipate
 };
 

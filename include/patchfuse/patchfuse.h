@@ -1,0 +1,187 @@
+/* patchfuse runtime: the patch-embedding projection of Qwen2-VL-family vision encoders, fast.
+ *
+ * A worked example (error handling shortened; every call returns a pf_status):
+ *
+ *   pf_model* model = NULL;
+ *   if (pf_model_open_file("qwen2-vl.pfb", &model) != PF_OK) {
+ *     fprintf(stderr, "%s\n", pf_last_error());
+ *     return 1;
+ *   }
+ *   pf_session_options opts;
+ *   pf_session_options_init(&opts);         // backend auto, 1 thread, precision auto, fused path
+ *   opts.threads = 2;
+ *   pf_session* session = NULL;
+ *   pf_session_create(model, 0, &opts, &session);  // module 0; weights are packed here, once
+ *
+ *   pf_module_info info;
+ *   pf_model_get_module(model, 0, &info);   // info.patch_volume = C*kt*kh*kw, info.embed_dim
+ *   // pixels: float32 [n, info.patch_volume], what the HF image processor calls pixel_values
+ *   // out:    float32 [n, info.embed_dim]
+ *   pf_session_run(session, pixels, n, out);
+ *
+ *   pf_session_release(session);            // before the model it was created from
+ *   pf_model_release(model);
+ *
+ * Threading: a pf_model is immutable after opening and may be used by any number of threads at
+ * once (sessions on several threads). A pf_session must be used by one thread at a time.
+ * No function aborts the process on bad input and no C++ exception crosses this interface.
+ */
+#ifndef PATCHFUSE_PATCHFUSE_H_
+#define PATCHFUSE_PATCHFUSE_H_
+
+#include <stddef.h>
+#include <stdint.h>
+
+#if defined(_WIN32)
+#define PF_API __declspec(dllexport)
+#else
+#define PF_API __attribute__((visibility("default")))
+#endif
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** Status of every call. Grouped by kind; pf_last_error() has the details. */
+typedef enum pf_status {
+  PF_OK = 0,
+  PF_INVALID_ARGUMENT = 1, /**< a null pointer, N = 0, an out-of-range index or option */
+  PF_INVALID_MODEL = 2,    /**< the model file breaks the format or the fusion rules */
+  PF_UNSUPPORTED = 3,      /**< valid, but not available here (backend not built, CPU lacks a feature) */
+  PF_IO_ERROR = 4,         /**< the file could not be opened or mapped */
+  PF_OUT_OF_MEMORY = 5,
+  PF_INTERNAL = 6          /**< a backend library failed unexpectedly */
+} pf_status;
+
+typedef enum pf_backend {
+  PF_BACKEND_AUTO = 0,      /**< oneDNN on x86-64, XNNPACK on ARM, else reference */
+  PF_BACKEND_REFERENCE = 1, /**< portable C++, always built: the oracle */
+  PF_BACKEND_ONEDNN = 2,    /**< x86-64: f32, bf16 where the CPU has AVX512-BF16 */
+  PF_BACKEND_XNNPACK = 3    /**< ARM and x86-64: f32, f16 where the CPU has FP16 arithmetic */
+} pf_backend;
+
+typedef enum pf_precision {
+  PF_PRECISION_AUTO = 0, /**< the model's weight dtype where the backend runs it natively, else f32 */
+  PF_PRECISION_F32 = 1,
+  PF_PRECISION_BF16 = 2, /**< bf16 inputs and weights, f32 accumulation and output */
+  PF_PRECISION_F16 = 3   /**< f16 inputs and weights; accumulation as the backend does it */
+} pf_precision;
+
+typedef enum pf_path {
+  PF_PATH_FUSED = 0,  /**< one GEMM over the flattened patch */
+  PF_PATH_UNFUSED = 1 /**< the backend's own convolution on the original [N, C, kt, kh, kw] view */
+} pf_path;
+
+typedef enum pf_dtype { PF_DTYPE_F32 = 0, PF_DTYPE_F16 = 1, PF_DTYPE_BF16 = 2 } pf_dtype;
+
+typedef enum pf_layout {
+  PF_LAYOUT_FUSED_LINEAR = 0, /**< weight stored as [embed_dim, patch_volume] */
+  PF_LAYOUT_ORIGINAL_CONV = 1 /**< weight stored as [embed_dim, C, kt, kh, kw] */
+} pf_layout;
+
+typedef struct pf_model pf_model;
+typedef struct pf_session pf_session;
+
+/** Description of one module. Strings are owned by the model and live as long as it does. */
+typedef struct pf_module_info {
+  const char* path;   /**< e.g. "visual.patch_embed" */
+  const char* family; /**< e.g. "patch_embeddings" */
+  pf_layout layout;
+  pf_dtype dtype;
+  int32_t spatial_rank; /**< 3 for Conv3d; kernel..dilation use the first spatial_rank entries */
+  int32_t kernel[3], stride[3], padding[3], dilation[3];
+  int32_t groups, in_channels, embed_dim;
+  int64_t patch_volume; /**< in_channels * prod(kernel): the input row length */
+  int32_t has_bias;
+  int32_t eligible; /**< 1 when the fusion rules allow running it (both paths need this) */
+} pf_module_info;
+
+typedef struct pf_session_options {
+  pf_backend backend;
+  int32_t threads; /**< >= 1 */
+  pf_precision precision;
+  pf_path path;
+} pf_session_options;
+
+/** What a session actually runs. Strings are owned by the session. */
+typedef struct pf_session_info {
+  pf_backend backend;     /**< never PF_BACKEND_AUTO */
+  pf_precision precision; /**< what it computes in; never PF_PRECISION_AUTO */
+  pf_path path;
+  int32_t threads;
+  const char* detail; /**< backend and kernel, e.g. "oneDNN 2.6.3 matmul brg:avx512_core_bf16" */
+  const char* note;   /**< why precision differs from the model dtype, or "" */
+} pf_session_info;
+
+/** Message for the last failed call on this thread ("" if none). Valid until the next call on
+ *  this thread; not to be freed. */
+PF_API const char* pf_last_error(void);
+/** Static name of a status, e.g. "invalid model". */
+PF_API const char* pf_status_name(pf_status status);
+/** Static name of a backend ("auto", "reference", "onednn", "xnnpack"). */
+PF_API const char* pf_backend_name(pf_backend backend);
+/** 1 when `backend` is built into this library and can run on this CPU, else 0. */
+PF_API int pf_backend_available(pf_backend backend);
+/** Library version, e.g. "0.1.0". Static. */
+PF_API const char* pf_version(void);
+
+/** Opens and verifies a .pfb file through a read-only mmap (zero-copy).
+ *  @param path  not retained after return.
+ *  @param out   receives the model; release it with pf_model_release.
+ *  @return PF_OK, PF_INVALID_ARGUMENT (null), PF_IO_ERROR, PF_INVALID_MODEL. */
+PF_API pf_status pf_model_open_file(const char* path, pf_model** out);
+
+/** Verifies a model held in caller memory without copying it.
+ *  @param data  must stay valid and unchanged until pf_model_release (and every session
+ *               created from the model is released).
+ *  @return PF_OK, PF_INVALID_ARGUMENT (null), PF_INVALID_MODEL. */
+PF_API pf_status pf_model_open_memory(const void* data, size_t size, pf_model** out);
+
+/** Releases a model. Sessions created from it must be released first. Null is ignored. */
+PF_API void pf_model_release(pf_model* model);
+
+/** @param out  receives the number of modules (>= 1 for a verified model). */
+PF_API pf_status pf_model_module_count(const pf_model* model, size_t* out);
+
+/** @param out  filled with module `index` (0-based); its strings are owned by the model.
+ *  @return PF_OK, PF_INVALID_ARGUMENT (null, index out of range). */
+PF_API pf_status pf_model_get_module(const pf_model* model, size_t index, pf_module_info* out);
+
+/** Finds a module by path. @param path not retained.
+ *  @return PF_OK, PF_INVALID_ARGUMENT (null, no such module: the message lists the paths). */
+PF_API pf_status pf_model_find_module(const pf_model* model, const char* path, size_t* index_out);
+
+/** Defaults: PF_BACKEND_AUTO, 1 thread, PF_PRECISION_AUTO, PF_PATH_FUSED. */
+PF_API void pf_session_options_init(pf_session_options* options);
+
+/** Creates a session for one module: checks the fusion rules, picks the kernels, packs the
+ *  weights. An original-layout module is fused here for the fused path.
+ *  @param model    must outlive the session.
+ *  @param options  not retained; null means the defaults.
+ *  @param out      receives the session; release it with pf_session_release.
+ *  @return PF_OK, PF_INVALID_ARGUMENT (null, bad option, index out of range),
+ *          PF_UNSUPPORTED (backend not built or not usable on this CPU, precision not offered
+ *          by the backend, module not eligible), PF_OUT_OF_MEMORY, PF_INTERNAL. */
+PF_API pf_status pf_session_create(const pf_model* model, size_t module_index, const pf_session_options* options,
+                                   pf_session** out);
+
+/** Runs the projection: output[n, embed_dim] = input[n, patch_volume] x W^T (+ bias).
+ *  The row layout of `input` is the patch flattened as (C, kt, kh, kw), so a C-order
+ *  [n, C, kt, kh, kw] array is the same memory.
+ *  @param input   n * patch_volume floats; read only during the call; no padding needed.
+ *  @param output  n * embed_dim floats; written only during the call; must not overlap input.
+ *  @return PF_OK, PF_INVALID_ARGUMENT (null, n == 0, n * row length overflows),
+ *          PF_OUT_OF_MEMORY, PF_INTERNAL. */
+PF_API pf_status pf_session_run(pf_session* session, const float* input, size_t n, float* output);
+
+/** @param out  filled; its strings are owned by the session. */
+PF_API pf_status pf_session_get_info(const pf_session* session, pf_session_info* out);
+
+/** Releases a session and its packed weights. Null is ignored. */
+PF_API void pf_session_release(pf_session* session);
+
+#ifdef __cplusplus
+}  // extern "C"
+#endif
+
+#endif  // PATCHFUSE_PATCHFUSE_H_

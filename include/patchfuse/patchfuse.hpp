@@ -1,0 +1,117 @@
+// Header-only C++ layer over patchfuse.h: owning handles and exceptions-free results.
+//
+//   auto model = patchfuse::Model::open_file("qwen2-vl.pfb");
+//   if (!model) { std::cerr << model.error() << "\n"; return 1; }
+//   auto session = patchfuse::Session::create(*model, 0, patchfuse::default_options());
+//   session->run(pixels, n, out);
+#pragma once
+
+#include <memory>
+#include <string>
+#include <utility>
+#include <variant>
+
+#include "patchfuse/patchfuse.h"
+
+namespace patchfuse {
+
+// A value or (status, message). Checked with operator bool, like std::optional.
+template <class T>
+class Expected {
+ public:
+  Expected(T value) : v_(std::move(value)) {}  // NOLINT
+  Expected(pf_status status, std::string message) : v_(Failure{status, std::move(message)}) {}
+  explicit operator bool() const { return v_.index() == 0; }
+  T& operator*() { return std::get<0>(v_); }
+  T* operator->() { return &std::get<0>(v_); }
+  pf_status status() const { return *this ? PF_OK : std::get<1>(v_).status; }
+  const std::string& error() const {
+    static const std::string none;
+    return *this ? none : std::get<1>(v_).message;
+  }
+
+ private:
+  struct Failure {
+    pf_status status;
+    std::string message;
+  };
+  std::variant<T, Failure> v_;
+};
+
+struct ModelDeleter {
+  void operator()(pf_model* m) const { pf_model_release(m); }
+};
+struct SessionDeleter {
+  void operator()(pf_session* s) const { pf_session_release(s); }
+};
+
+inline pf_session_options default_options() {
+  pf_session_options o;
+  pf_session_options_init(&o);
+  return o;
+}
+
+class Model {
+ public:
+  static Expected<Model> open_file(const std::string& path) {
+    pf_model* m = nullptr;
+    const pf_status s = pf_model_open_file(path.c_str(), &m);
+    if (s != PF_OK) return {s, pf_last_error()};
+    return Model(m);
+  }
+  // `data` must outlive the Model and every Session created from it.
+  static Expected<Model> open_memory(const void* data, size_t size) {
+    pf_model* m = nullptr;
+    const pf_status s = pf_model_open_memory(data, size, &m);
+    if (s != PF_OK) return {s, pf_last_error()};
+    return Model(m);
+  }
+  size_t module_count() const {
+    size_t n = 0;
+    pf_model_module_count(handle_.get(), &n);
+    return n;
+  }
+  pf_module_info module(size_t index) const {
+    pf_module_info info{};
+    pf_model_get_module(handle_.get(), index, &info);
+    return info;
+  }
+  Expected<size_t> find_module(const std::string& path) const {
+    size_t index = 0;
+    const pf_status s = pf_model_find_module(handle_.get(), path.c_str(), &index);
+    if (s != PF_OK) return {s, pf_last_error()};
+    return index;
+  }
+  const pf_model* get() const { return handle_.get(); }
+
+ private:
+  explicit Model(pf_model* m) : handle_(m) {}
+  std::unique_ptr<pf_model, ModelDeleter> handle_;
+};
+
+class Session {
+ public:
+  // `model` must outlive the Session.
+  static Expected<Session> create(const Model& model, size_t module_index, const pf_session_options& options) {
+    pf_session* s = nullptr;
+    const pf_status st = pf_session_create(model.get(), module_index, &options, &s);
+    if (st != PF_OK) return {st, pf_last_error()};
+    return Session(s);
+  }
+  // Returns "" on success, else the error message.
+  std::string run(const float* input, size_t n, float* output) {
+    return pf_session_run(handle_.get(), input, n, output) == PF_OK ? std::string() : std::string(pf_last_error());
+  }
+  pf_session_info info() const {
+    pf_session_info i{};
+    pf_session_get_info(handle_.get(), &i);
+    return i;
+  }
+  pf_session* get() const { return handle_.get(); }
+
+ private:
+  explicit Session(pf_session* s) : handle_(s) {}
+  std::unique_ptr<pf_session, SessionDeleter> handle_;
+};
+
+}  // namespace patchfuse

@@ -1,0 +1,285 @@
+// The C ABI over the C++ runtime. Every entry point catches everything: no exception crosses
+// this file, and each failure leaves its message in the calling thread's pf_last_error().
+#include <cstring>
+#include <exception>
+#include <new>
+#include <optional>
+
+#include "patchfuse/patchfuse.h"
+#include "runtime/model/model_file.h"
+#include "runtime/session/session.h"
+
+struct pf_model {
+  std::optional<patchfuse::MappedFile> file;  // set when opened from a path
+  patchfuse::ModelView view;
+  std::vector<std::string> families;  // NUL-terminated copies of each module's family name
+};
+
+struct pf_session {
+  std::unique_ptr<patchfuse::Session> session;
+};
+
+namespace {
+
+using namespace patchfuse;
+
+thread_local std::string last_error;
+
+pf_status to_status(Code code) {
+  switch (code) {
+    case Code::kOk: return PF_OK;
+    case Code::kInvalidArgument: return PF_INVALID_ARGUMENT;
+    case Code::kInvalidModel: return PF_INVALID_MODEL;
+    case Code::kUnsupported: return PF_UNSUPPORTED;
+    case Code::kIoError: return PF_IO_ERROR;
+    case Code::kOutOfMemory: return PF_OUT_OF_MEMORY;
+    case Code::kInternal: return PF_INTERNAL;
+  }
+  return PF_INTERNAL;
+}
+
+pf_status fail(const Error& e) {
+  last_error = e.message;
+  return to_status(e.code);
+}
+
+pf_status fail(pf_status s, std::string message) {
+  last_error = std::move(message);
+  return s;
+}
+
+// Runs `body` (returning pf_status) with every exception turned into a status.
+template <class F>
+pf_status guarded(const char* what, F body) {
+  try {
+    return body();
+  } catch (const std::bad_alloc&) {
+    return fail(PF_OUT_OF_MEMORY, cat(what, ": out of memory"));
+  } catch (const std::exception& e) {
+    return fail(PF_INTERNAL, cat(what, ": ", e.what()));
+  } catch (...) {
+    return fail(PF_INTERNAL, cat(what, ": unknown exception"));
+  }
+}
+
+pf_status finish_model(std::unique_ptr<pf_model> m, pf_model** out) {
+  for (const ModuleView& mod : m->view.modules) m->families.emplace_back(mod.family->name);
+  *out = m.release();
+  return PF_OK;
+}
+
+std::optional<BackendId> to_backend(pf_backend b) {
+  switch (b) {
+    case PF_BACKEND_AUTO: return std::nullopt;
+    case PF_BACKEND_REFERENCE: return BackendId::kReference;
+    case PF_BACKEND_ONEDNN: return BackendId::kOneDnn;
+    case PF_BACKEND_XNNPACK: return BackendId::kXnnpack;
+  }
+  return std::nullopt;
+}
+
+pf_backend from_backend(BackendId b) {
+  switch (b) {
+    case BackendId::kReference: return PF_BACKEND_REFERENCE;
+    case BackendId::kOneDnn: return PF_BACKEND_ONEDNN;
+    case BackendId::kXnnpack: return PF_BACKEND_XNNPACK;
+  }
+  return PF_BACKEND_REFERENCE;
+}
+
+pf_precision from_precision(Precision p) {
+  switch (p) {
+    case Precision::kF32: return PF_PRECISION_F32;
+    case Precision::kBF16: return PF_PRECISION_BF16;
+    case Precision::kF16: return PF_PRECISION_F16;
+  }
+  return PF_PRECISION_F32;
+}
+
+}  // namespace
+
+extern "C" {
+
+const char* pf_last_error(void) { return last_error.c_str(); }
+
+const char* pf_status_name(pf_status status) {
+  switch (status) {
+    case PF_OK: return "ok";
+    case PF_INVALID_ARGUMENT: return "invalid argument";
+    case PF_INVALID_MODEL: return "invalid model";
+    case PF_UNSUPPORTED: return "unsupported";
+    case PF_IO_ERROR: return "I/O error";
+    case PF_OUT_OF_MEMORY: return "out of memory";
+    case PF_INTERNAL: return "internal error";
+  }
+  return "unknown status";
+}
+
+const char* pf_backend_name(pf_backend backend) {
+  if (backend == PF_BACKEND_AUTO) return "auto";
+  const std::optional<BackendId> id = to_backend(backend);
+  return id ? backend_id_name(*id) : "unknown";
+}
+
+int pf_backend_available(pf_backend backend) {
+  try {
+    if (backend == PF_BACKEND_AUTO) return 1;
+    const std::optional<BackendId> id = to_backend(backend);
+    const Backend* b = id ? find_backend(*id) : nullptr;
+    return b != nullptr && b->available(nullptr) ? 1 : 0;
+  } catch (...) {
+    return 0;
+  }
+}
+
+const char* pf_version(void) { return PATCHFUSE_VERSION; }
+
+pf_status pf_model_open_file(const char* path, pf_model** out) {
+  return guarded("pf_model_open_file", [&] {
+    if (path == nullptr || out == nullptr) return fail(PF_INVALID_ARGUMENT, "pf_model_open_file: path and out must not be null");
+    *out = nullptr;
+    Result<ModelFile> f = open_model_file(path);
+    if (!f.ok()) return fail(f.error());
+    auto m = std::make_unique<pf_model>();
+    m->file.emplace(std::move(f->file));
+    m->view = std::move(f->view);
+    return finish_model(std::move(m), out);
+  });
+}
+
+pf_status pf_model_open_memory(const void* data, size_t size, pf_model** out) {
+  return guarded("pf_model_open_memory", [&] {
+    if (data == nullptr || out == nullptr) return fail(PF_INVALID_ARGUMENT, "pf_model_open_memory: data and out must not be null");
+    *out = nullptr;
+    Result<ModelView> v = read_model(static_cast<const uint8_t*>(data), size, "model in memory");
+    if (!v.ok()) return fail(v.error());
+    auto m = std::make_unique<pf_model>();
+    m->view = std::move(v).value();
+    return finish_model(std::move(m), out);
+  });
+}
+
+void pf_model_release(pf_model* model) { delete model; }
+
+pf_status pf_model_module_count(const pf_model* model, size_t* out) {
+  if (model == nullptr || out == nullptr) return fail(PF_INVALID_ARGUMENT, "pf_model_module_count: null argument");
+  *out = model->view.modules.size();
+  return PF_OK;
+}
+
+pf_status pf_model_get_module(const pf_model* model, size_t index, pf_module_info* out) {
+  if (model == nullptr || out == nullptr) return fail(PF_INVALID_ARGUMENT, "pf_model_get_module: null argument");
+  if (index >= model->view.modules.size()) {
+    return fail(PF_INVALID_ARGUMENT, cat("pf_model_get_module: index ", index, " is out of range (the model has ",
+                                         model->view.modules.size(), " modules)"));
+  }
+  const ModuleView& m = model->view.modules[index];
+  const ConvGeometry& g = m.geometry;
+  pf_module_info i{};
+  i.path = m.path.c_str();
+  i.family = model->families[index].c_str();
+  i.layout = m.layout == Layout::kFusedLinear ? PF_LAYOUT_FUSED_LINEAR : PF_LAYOUT_ORIGINAL_CONV;
+  i.dtype = static_cast<pf_dtype>(m.dtype);
+  i.spatial_rank = static_cast<int32_t>(g.kernel.size());
+  for (size_t d = 0; d < g.kernel.size() && d < 3; ++d) {
+    i.kernel[d] = static_cast<int32_t>(g.kernel[d]);
+    i.stride[d] = static_cast<int32_t>(g.stride[d]);
+    i.padding[d] = static_cast<int32_t>(g.padding[d]);
+    i.dilation[d] = static_cast<int32_t>(g.dilation[d]);
+  }
+  i.groups = static_cast<int32_t>(g.groups);
+  i.in_channels = static_cast<int32_t>(g.in_channels);
+  i.embed_dim = static_cast<int32_t>(g.embed_dim);
+  i.patch_volume = m.patch_volume;
+  i.has_bias = m.bias.has_value() ? 1 : 0;
+  i.eligible = eligibility_violations(g).empty() ? 1 : 0;
+  *out = i;
+  return PF_OK;
+}
+
+pf_status pf_model_find_module(const pf_model* model, const char* path, size_t* index_out) {
+  if (model == nullptr || path == nullptr || index_out == nullptr) {
+    return fail(PF_INVALID_ARGUMENT, "pf_model_find_module: null argument");
+  }
+  return guarded("pf_model_find_module", [&] {
+    std::string known;
+    for (size_t i = 0; i < model->view.modules.size(); ++i) {
+      if (model->view.modules[i].path == path) {
+        *index_out = i;
+        return PF_OK;
+      }
+      known += (i ? ", " : "") + model->view.modules[i].path;
+    }
+    return fail(PF_INVALID_ARGUMENT, cat("no module '", path, "' in the model (it has: ", known, ")"));
+  });
+}
+
+void pf_session_options_init(pf_session_options* options) {
+  if (options == nullptr) return;
+  options->backend = PF_BACKEND_AUTO;
+  options->threads = 1;
+  options->precision = PF_PRECISION_AUTO;
+  options->path = PF_PATH_FUSED;
+}
+
+pf_status pf_session_create(const pf_model* model, size_t module_index, const pf_session_options* options,
+                            pf_session** out) {
+  return guarded("pf_session_create", [&] {
+    if (model == nullptr || out == nullptr) return fail(PF_INVALID_ARGUMENT, "pf_session_create: model and out must not be null");
+    *out = nullptr;
+    if (module_index >= model->view.modules.size()) {
+      return fail(PF_INVALID_ARGUMENT, cat("pf_session_create: module index ", module_index,
+                                           " is out of range (the model has ", model->view.modules.size(), ")"));
+    }
+    pf_session_options o;
+    pf_session_options_init(&o);
+    if (options != nullptr) o = *options;
+    SessionOptions so;
+    if (o.backend < PF_BACKEND_AUTO || o.backend > PF_BACKEND_XNNPACK) {
+      return fail(PF_INVALID_ARGUMENT, cat("pf_session_create: backend value ", static_cast<int>(o.backend), " is not a pf_backend"));
+    }
+    so.backend = to_backend(o.backend);
+    so.threads = o.threads;
+    switch (o.precision) {
+      case PF_PRECISION_AUTO: break;
+      case PF_PRECISION_F32: so.precision = Precision::kF32; break;
+      case PF_PRECISION_BF16: so.precision = Precision::kBF16; break;
+      case PF_PRECISION_F16: so.precision = Precision::kF16; break;
+      default:
+        return fail(PF_INVALID_ARGUMENT, cat("pf_session_create: precision value ", static_cast<int>(o.precision),
+                                             " is not a pf_precision"));
+    }
+    if (o.path != PF_PATH_FUSED && o.path != PF_PATH_UNFUSED) {
+      return fail(PF_INVALID_ARGUMENT, cat("pf_session_create: path value ", static_cast<int>(o.path), " is not a pf_path"));
+    }
+    so.fused = o.path == PF_PATH_FUSED;
+    Result<std::unique_ptr<Session>> s = Session::create(model->view.modules[module_index], so);
+    if (!s.ok()) return fail(s.error());
+    *out = new pf_session{std::move(s).value()};
+    return PF_OK;
+  });
+}
+
+pf_status pf_session_run(pf_session* session, const float* input, size_t n, float* output) {
+  if (session == nullptr) return fail(PF_INVALID_ARGUMENT, "pf_session_run: session must not be null");
+  return guarded("pf_session_run", [&] {
+    Status s = session->session->run(input, n, output);
+    return s.ok() ? PF_OK : fail(s.error());
+  });
+}
+
+pf_status pf_session_get_info(const pf_session* session, pf_session_info* out) {
+  if (session == nullptr || out == nullptr) return fail(PF_INVALID_ARGUMENT, "pf_session_get_info: null argument");
+  const Session& s = *session->session;
+  out->backend = from_backend(s.backend().id);
+  out->precision = from_precision(s.precision());
+  out->path = s.fused() ? PF_PATH_FUSED : PF_PATH_UNFUSED;
+  out->threads = s.threads();
+  out->detail = s.detail().c_str();
+  out->note = s.note().c_str();
+  return PF_OK;
+}
+
+void pf_session_release(pf_session* session) { delete session; }
+
+}  // extern "C"

@@ -1,0 +1,63 @@
+// The one small interface every backend implements (after ExecuTorch's backend interface and
+// ggml's backend registry). Core code sees only this header; registry.cc is the single place
+// that names the backends. A backend's own error types never leave its folder: each translates
+// them into Error at its boundary.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "runtime/core/result.h"
+#include "runtime/model/model_view.h"
+
+namespace patchfuse {
+
+enum class BackendId { kReference, kOneDnn, kXnnpack };
+enum class Precision { kF32, kBF16, kF16 };
+const char* backend_id_name(BackendId id);
+const char* precision_name(Precision p);
+
+// What a session asks a backend to build. The module's geometry has passed the fusion rules, so
+// its weight bytes are both the fused [embed_dim, patch_volume] matrix and the conv
+// [embed_dim, C, kt, kh, kw] tensor: only the view differs.
+struct KernelRequest {
+  const ModuleView* module = nullptr;  // outlives the kernel
+  bool fused = true;                   // GEMM, or the backend's convolution on the conv view
+  Precision precision = Precision::kF32;
+  int threads = 1;
+};
+
+class Kernel {
+ public:
+  virtual ~Kernel() = default;
+  // input: n * patch_volume floats, output: n * embed_dim floats. Neither has padding after it:
+  // a kernel whose library may over-read must stage the bytes it cannot read in place.
+  virtual Status run(const float* input, size_t n, float* output) = 0;
+  virtual std::string detail() const = 0;  // library and kernel, for the session info
+  virtual int threads() const = 0;         // threads actually used
+};
+
+struct Backend {
+  BackendId id;
+  const char* name;
+  // Usable on this CPU; otherwise `why` says what is missing.
+  bool (*available)(std::string* why);
+  // Computes natively in `precision` on this path and CPU; otherwise `why` says why not.
+  bool (*supports)(Precision precision, bool fused, std::string* why);
+  // Packs the weights; called once per session.
+  Result<std::unique_ptr<Kernel>> (*create)(const KernelRequest& request);
+};
+
+// The backends built into this library, in the order `auto` prefers them; reference is last and
+// always present.
+const std::vector<const Backend*>& registered_backends();
+const Backend* find_backend(BackendId id);  // nullptr when not built
+
+// Shared by the backends: a weight or bias tensor in the dtype a kernel packs from.
+std::vector<float> tensor_as_f32(const TensorView& t);
+std::vector<uint16_t> tensor_as_16bit(const TensorView& t, DType to);  // to: kF16 or kBF16
+
+}  // namespace patchfuse
