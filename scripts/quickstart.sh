@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The first minute with patchfuse: build, make a Qwen2-VL-shaped checkpoint (bf16, two shards),
-# convert it to a .pfb, show what it holds, and export it back bit-exactly.
+# convert it to a .pfb, show what it holds, run it on the default backend against the reference
+# backend, and export it back to the original layout.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=out/quickstart
@@ -14,5 +15,7 @@ run() { echo "+ $*"; "$@"; }
 run build/converter/patchfuse-make-sample "$out/qwen2-vl-sample" --model-type qwen2_vl --dtype bf16 --shards 2
 run build/converter/patchfuse-convert convert "$out/qwen2-vl-sample" -o "$out/qwen2-vl.pfb"
 run build/converter/patchfuse-convert inspect "$out/qwen2-vl.pfb"
+run build/tools/patchfuse-run "$out/qwen2-vl.pfb" --input "$out/qwen2-vl-sample/pixel_values.npy" \
+    --output "$out/embeddings.npy" --compare-reference
 run build/converter/patchfuse-convert export "$out/qwen2-vl.pfb" -o "$out/roundtrip.safetensors"
 echo "quickstart: done; files are in $out/"

@@ -1,7 +1,6 @@
 #include "runtime/rules/fusion_rules.h"
 
 #include <algorithm>
-#include <regex>
 
 #include "runtime/core/checked_math.h"
 
@@ -78,23 +77,6 @@ Result<std::vector<FusionStep>> validate_fusion_config(const FusionConfig& confi
     }
   }
   return steps;
-}
-
-std::optional<std::string> candidate_module(const FusionFamily& family, std::string_view tensor_name) {
-  const std::string suffix = cat(".", family.conv_child, ".weight");
-  if (tensor_name.size() <= suffix.size() ||
-      tensor_name.substr(tensor_name.size() - suffix.size()) != suffix) {
-    return std::nullopt;
-  }
-  std::string module(tensor_name.substr(0, tensor_name.size() - suffix.size()));
-  static thread_local std::string cached_pattern;
-  static thread_local std::regex cached_regex;
-  if (cached_pattern != family.module_regex) {
-    cached_pattern = std::string(family.module_regex);
-    cached_regex = std::regex(cached_pattern, std::regex::ECMAScript);
-  }
-  if (!std::regex_search(module, cached_regex)) return std::nullopt;
-  return module;
 }
 
 Result<ConvGeometry> geometry_from_conv_weight(const FusionFamily& family, const std::string& tensor_name,

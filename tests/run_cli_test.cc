@@ -1,0 +1,107 @@
+// patchfuse-run end to end through the real binaries: 2-D and 5-D inputs, module choice, the
+// unfused path, and the errors for inputs it cannot use (exit 1, one line, no output file).
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "converter/sample_checkpoint.h"
+#include "tests/support/test_util.h"
+#include "tools/npy.h"
+
+namespace patchfuse {
+namespace {
+
+using testing::CommandResult;
+using testing::TempDir;
+
+CommandResult run_cli(const std::string& args) { return testing::run_command(std::string(PATCHFUSE_RUN_BIN) + " " + args); }
+
+class RunCli : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    SampleSpec spec;
+    spec.arch = find_architecture("qwen3_vl");
+    spec.embed_dim = 24;
+    spec.patches = 5;
+    ASSERT_TRUE(write_sample_checkpoint(dir_ / "ckpt", spec).ok());
+    const CommandResult c = testing::run_command(std::string(PATCHFUSE_CONVERT_BIN) + " convert " + (dir_ / "ckpt") +
+                                                 " -o " + (dir_ / "m.pfb"));
+    ASSERT_EQ(c.exit_code, 0) << c.err;
+    ASSERT_EQ(std::system(("mkdir -p '" + (dir_ / "out") + "'").c_str()), 0);
+  }
+  std::string model() const { return dir_ / "m.pfb"; }
+  std::string input() const { return dir_ / "ckpt/pixel_values.npy"; }
+  std::string out() const { return dir_ / "out/y.npy"; }
+  void expect_failure(const std::string& args, const std::string& needle) {
+    const CommandResult r = run_cli(args);
+    EXPECT_EQ(r.exit_code, 1) << r.err;
+    EXPECT_EQ(r.err.rfind("patchfuse-run: error: ", 0), 0u) << r.err;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+    EXPECT_NE(r.err.find(needle), std::string::npos) << r.err;
+    EXPECT_TRUE(testing::list_dir(dir_ / "out").empty());
+  }
+  std::vector<double> output() const { return read_npy(out()).value().to_double(); }
+  TempDir dir_;
+};
+
+TEST_F(RunCli, FlatAndFiveDimensionalInputsGiveTheSameOutput) {
+  const CommandResult r = run_cli(model() + " --input " + input() + " --output " + out() + " --compare-reference");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("vs reference backend"), std::string::npos) << r.out;
+  auto y = read_npy(out());
+  ASSERT_TRUE(y.ok());
+  EXPECT_EQ(y->descr, "<f4");
+  EXPECT_EQ(y->shape, (std::vector<int64_t>{5, 24}));
+  const std::vector<double> flat = y->to_double();
+
+  auto x = read_npy(input());
+  ASSERT_TRUE(x.ok());
+  ASSERT_TRUE(write_npy_f32(dir_ / "x5.npy", {5, 3, 2, 16, 16}, reinterpret_cast<const float*>(x->bytes.data())).ok());
+  ASSERT_EQ(run_cli(model() + " --input " + (dir_ / "x5.npy") + " --output " + out()).exit_code, 0);
+  EXPECT_EQ(output(), flat);
+
+  for (const char* backend : {"reference", "onednn", "xnnpack"}) {
+    for (const char* path : {"", " --no-fuse"}) {
+      const CommandResult b = run_cli(model() + " --input " + input() + " --output " + out() + " --backend " + backend + path);
+      if (b.exit_code != 0) {  // a backend not built here must say so, not fall back
+        EXPECT_NE(b.err.find("not built"), std::string::npos) << b.err;
+        continue;
+      }
+      const std::vector<double> y2 = output();
+      double max_ref = 0, max_err = 0;
+      for (size_t i = 0; i < flat.size(); ++i) {
+        max_ref = std::max(max_ref, std::fabs(flat[i]));
+        max_err = std::max(max_err, std::fabs(y2[i] - flat[i]));
+      }
+      EXPECT_LE(max_err, 1e-4 * max_ref) << backend << path;  // f32 vs f32: the runtime issue's bound
+    }
+  }
+}
+
+TEST_F(RunCli, BadInputs) {
+  const std::vector<float> v(5 * 100, 1.0f);
+  ASSERT_TRUE(write_npy_f32(dir_ / "wrong_shape.npy", {5, 100}, v.data()).ok());
+  expect_failure(model() + " --input " + (dir_ / "wrong_shape.npy") + " --output " + out(),
+                 "shape (5, 100) must be [N, 1536] or [N, 3, 2, 16, 16]");
+  ASSERT_TRUE(write_npy_f32(dir_ / "empty.npy", {0, 1536}, v.data()).ok());
+  expect_failure(model() + " --input " + (dir_ / "empty.npy") + " --output " + out(), "with N >= 1");
+  testing::write_bytes(dir_ / "f64.npy", testing::read_bytes(std::string(PATCHFUSE_GOLDEN_DIR) + "/qwen3_vl_bias_f32/expected.npy"));
+  expect_failure(model() + " --input " + (dir_ / "f64.npy") + " --output " + out(), "dtype '<f8' must be float32");
+  testing::write_text(dir_ / "junk.npy", "not an array");
+  expect_failure(model() + " --input " + (dir_ / "junk.npy") + " --output " + out(), "not a .npy file");
+  expect_failure((dir_ / "ckpt/config.json") + " --input " + input() + " --output " + out(), "not a patchfuse model");
+  expect_failure(model() + " --input " + input() + " --output " + out() + " --module audio.patch_embed",
+                 "no module 'audio.patch_embed' in the model (it has: model.visual.patch_embed)");
+  expect_failure(model() + " --input " + input() + " --output " + out() + " --backend reference --precision bf16",
+                 "precision bf16 is not available on backend reference");
+}
+
+TEST_F(RunCli, UsageErrorsExitTwo) {
+  EXPECT_EQ(run_cli("").exit_code, 2);
+  EXPECT_EQ(run_cli(model() + " --input " + input()).exit_code, 2);  // --output missing
+  EXPECT_EQ(run_cli(model() + " --input " + input() + " --output " + out() + " --backend gpu").exit_code, 2);
+  EXPECT_EQ(run_cli(model() + " --input " + input() + " --output " + out() + " --threads 0").exit_code, 2);
+}
+
+}  // namespace
+}  // namespace patchfuse
