@@ -2,6 +2,7 @@
 # Installs the Debian 12 packages that building and testing patchfuse need. Idempotent: packages
 # already present are left alone, and `apt-get update` runs only when something is missing.
 #   scripts/install-deps.sh            native build + tests
+#   scripts/install-deps.sh arm        also the ARM cross compilers and qemu-user (ARM builds and tests)
 #   scripts/install-deps.sh fixtures   also PyTorch + NumPy, to regenerate tests/fixtures/golden
 set -euo pipefail
 
@@ -13,9 +14,12 @@ packages=(
   libdnnl-dev                               # x86-64 backend
   libxnnpack-dev libpthreadpool-dev libcpuinfo-dev   # ARM (and x86-64) backend
 )
-if [[ "${1:-}" == fixtures ]]; then
-  packages+=(python3-torch python3-numpy)
-fi
+case "${1:-}" in
+  "") ;;
+  arm) packages+=(g++-aarch64-linux-gnu g++-arm-linux-gnueabihf qemu-user file) ;;
+  fixtures) packages+=(python3-torch python3-numpy) ;;
+  *) echo "usage: scripts/install-deps.sh [arm|fixtures]" >&2; exit 2 ;;
+esac
 
 missing=()
 for p in "${packages[@]}"; do

@@ -1,12 +1,33 @@
 #!/usr/bin/env bash
-# Installs dependencies, builds everything and runs the whole test suite with ctest.
-# This is the command .ci/run runs; it exits non-zero on any failure.
-#   scripts/test.sh [BUILD_DIR]      (default: build)
+# Installs dependencies, builds and runs the whole test suite with ctest: natively, then for
+# 64-bit and 32-bit ARM under qemu. This is what .ci/run runs; it exits non-zero on any failure.
+#   scripts/test.sh            native + aarch64 + armhf
+#   scripts/test.sh native     native only (the quick loop while developing)
+# Build folders: build/, build-aarch64/, build-armhf/ (the ARM sysroots live inside them).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-build=${1:-build}
+what=${1:-all}
+case "$what" in all|native) ;; *) echo "usage: scripts/test.sh [all|native]" >&2; exit 2 ;; esac
+jobs=$(nproc)
 
-bash scripts/install-deps.sh
-cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release
-cmake --build "$build" -j "$(nproc)"
-ctest --test-dir "$build" -j "$(nproc)" --output-on-failure --no-tests=error
+step() {  # step NAME COMMAND...: runs and reports how long it took
+  local name=$1 start=$SECONDS
+  shift
+  echo "=== $name"
+  "$@"
+  echo "=== $name: $((SECONDS - start)) s"
+}
+
+if [[ $what == all ]]; then step "install dependencies" bash scripts/install-deps.sh arm; else step "install dependencies" bash scripts/install-deps.sh; fi
+step "native: configure + build" bash -c "cmake -S . -B build -DCMAKE_BUILD_TYPE=Release && cmake --build build -j $jobs"
+step "native: ctest" ctest --test-dir build -j "$jobs" --output-on-failure --no-tests=error
+[[ $what == all ]] || exit 0
+
+# Cross builds: the host's flatc and the native patchfuse-convert do the host-side steps.
+for target in aarch64-linux-gnu:arm64:build-aarch64 arm-linux-gnueabihf:armhf:build-armhf; do
+  IFS=: read -r triple arch dir <<< "$target"
+  step "$arch: sysroot" toolchains/make-sysroot.sh "$arch" "$dir/sysroot"
+  step "$arch: configure + build" bash -c "cmake -S . -B $dir -DCMAKE_TOOLCHAIN_FILE=toolchains/$triple.cmake \
+      -DPATCHFUSE_HOST_CONVERT=$PWD/build/converter/patchfuse-convert && cmake --build $dir -j $jobs"
+  step "$arch: ctest under qemu" ctest --test-dir "$dir" -j "$jobs" --output-on-failure --no-tests=error
+done

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdint>
 #include <cstring>
 
 namespace patchfuse {
@@ -17,6 +18,10 @@ Result<MappedFile> MappedFile::open(const std::string& path) {
   if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
     ::close(fd);
     return make_error(Code::kIoError, cat(path, ": not a regular file"));
+  }
+  if (static_cast<uint64_t>(st.st_size) > SIZE_MAX) {
+    ::close(fd);
+    return make_error(Code::kIoError, cat(path, ": ", st.st_size, " bytes do not fit this process's address space"));
   }
   const size_t size = static_cast<size_t>(st.st_size);
   const uint8_t* data = nullptr;
