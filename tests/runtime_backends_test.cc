@@ -178,7 +178,7 @@ TEST_P(Backends, InputEndingAtAnUnmappedPageDoesNotFault) {
   if (!session) GTEST_SKIP() << skip_reason_;
   const size_t page = static_cast<size_t>(::sysconf(_SC_PAGESIZE));
   const size_t k = static_cast<size_t>(b.view.patch_volume), out = static_cast<size_t>(b.view.geometry.embed_dim);
-  for (size_t n : {size_t{1}, size_t{7}}) {
+  for (size_t n : {size_t{1}, size_t{7}, size_t{300}}) {  // 300: rows run in place and staged (xnnpack)
     const size_t bytes = n * k * sizeof(float);
     const size_t pages = (bytes + page - 1) / page;
     auto* base = static_cast<uint8_t*>(::mmap(nullptr, (pages + 1) * page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));

@@ -1,11 +1,15 @@
 // XNNPACK kernels may read up to XNN_EXTRA_BYTES past the end of an input array. Rows inside the
-// caller's buffer can be over-read safely (the next row is there); the last row cannot, so it is
-// run from a padded staging copy. Everything the kernels read that we own is padded too.
+// caller's buffer can be over-read safely (the next row is there); the last ones cannot, so the
+// last min(N, kStagedRows) rows run from a padded copy. Why that many: every extra operator call
+// re-streams the packed weights once, like one more row tile; staging a block of rows instead of
+// one costs a memcpy (<1% of the GEMM) and at most one partial tile, and bounds the buffer.
+// Everything else the kernels read that we own is padded too.
 #include "runtime/backends/xnnpack/xnnpack_backend.h"
 
 #include <pthreadpool.h>
 #include <xnnpack.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <mutex>
@@ -181,14 +185,16 @@ class XnnpackKernel final : public Kernel {
     return {};
   }
 
-  // Runs `step(in, rows, first_row)` on rows [0, n-1) in place and on the last row from a padded
-  // copy, so no read goes past the caller's buffer.
+  // Runs `step(in, rows, first_row)` on the leading rows in place and on the last
+  // min(n, kStagedRows) rows from a padded copy, so no read goes past the caller's buffer.
   template <class Step>
   Status run_rows(const float* input, size_t n, size_t row, Step step) {
-    if (n > 1) PF_RETURN_IF_ERROR(step(input, n - 1, 0));
-    float* last = last_row_.get(row);
-    std::memcpy(last, input + (n - 1) * row, row * sizeof(float));
-    return step(last, 1, n - 1);
+    const size_t staged = std::min(n, kStagedRows);
+    const size_t in_place = n - staged;
+    if (in_place > 0) PF_RETURN_IF_ERROR(step(input, in_place, 0));
+    float* tail = staged_.get(staged * row);
+    std::memcpy(tail, input + in_place * row, staged * row * sizeof(float));
+    return step(tail, staged, in_place);
   }
 
   Status run_conv(const float* input, size_t n, float* output) {
@@ -215,7 +221,8 @@ class XnnpackKernel final : public Kernel {
   size_t k_, out_;
   std::unique_ptr<pthreadpool, PoolDeleter> pool_;  // null: run on the calling thread
   Operator op_, to_f16_, to_f32_;
-  Padded<float> last_row_, nhwc_;
+  static constexpr size_t kStagedRows = 256;
+  Padded<float> staged_, nhwc_;
   Padded<uint16_t> in16_, out16_;
 };
 

@@ -1,0 +1,84 @@
+// patchfuse-bench end to end on a small model: the JSON holds every figure for every
+// configuration, the statistics are consistent, unsupported configurations are reported (not
+// silently dropped) and usage errors exit 2. Timing values themselves are not asserted.
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "converter/sample_checkpoint.h"
+#include "tests/support/test_util.h"
+
+namespace patchfuse {
+namespace {
+
+using testing::CommandResult;
+using testing::TempDir;
+
+class BenchCli : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    SampleSpec spec;
+    spec.arch = find_architecture("qwen2_vl");
+    spec.embed_dim = 32;
+    spec.patches = 0;
+    ASSERT_TRUE(write_sample_checkpoint(dir_ / "ckpt", spec).ok());
+    ASSERT_EQ(testing::run_command(std::string(PATCHFUSE_CONVERT_BIN) + " convert " + (dir_ / "ckpt") + " -o " +
+                                   (dir_ / "m.pfb"))
+                  .exit_code,
+              0);
+  }
+  CommandResult bench(const std::string& args) {
+    return testing::run_command(std::string(PATCHFUSE_BENCH_BIN) + " " + (dir_ / "m.pfb") + " " + args);
+  }
+  TempDir dir_;
+};
+
+TEST_F(BenchCli, JsonHasEveryFigureForEveryConfiguration) {
+  const CommandResult r = bench("--backend reference --path both --threads 1,2 --patches 3,8 --warmup 1 --runs 3 --json " +
+                                (dir_ / "b.json"));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("p50_ms"), std::string::npos) << r.out;
+  const auto j = nlohmann::json::parse(testing::read_bytes(dir_ / "b.json"));
+  EXPECT_EQ(j["model"]["patch_volume"], 1176);
+  EXPECT_EQ(j["model"]["embed_dim"], 32);
+  EXPECT_FALSE(j["machine"]["cpu"].get<std::string>().empty());
+  EXPECT_TRUE(j["machine"].contains("isa_features"));
+  EXPECT_EQ(j["configuration"]["runs"], 3);
+  ASSERT_EQ(j["results"].size(), 2u * 2u * 2u);  // threads x patches x paths
+  for (const auto& res : j["results"]) {
+    ASSERT_FALSE(res.contains("error")) << res.dump();
+    EXPECT_EQ(res["backend"], "reference");
+    EXPECT_EQ(res["precision"], "f32");
+    EXPECT_EQ(res["timed_runs"], 3);
+    const auto& l = res["latency_ms"];
+    EXPECT_LE(l["min"].get<double>(), l["p50"].get<double>());
+    EXPECT_LE(l["p50"].get<double>(), l["p90"].get<double>());
+    EXPECT_LE(l["p90"].get<double>(), l["p99"].get<double>());
+    EXPECT_LE(l["p99"].get<double>(), l["max"].get<double>());
+    EXPECT_GT(res["gflops_at_p50"].get<double>(), 0.0);
+    EXPECT_GT(res["init_ms"].get<double>(), 0.0);
+    EXPECT_GT(res["peak_rss_mb"].get<double>(), 0.0);
+    EXPECT_TRUE(res.contains("unfused_over_fused_p50")) << "--path both measures both side by side";
+  }
+}
+
+TEST_F(BenchCli, UnsupportedConfigurationsAreReportedNotDropped) {
+  const CommandResult r = bench("--backend reference --precision f32,bf16 --patches 2 --runs 1 --warmup 0 --json " +
+                                (dir_ / "b.json"));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("skipped: precision bf16 is not available on backend reference"), std::string::npos) << r.out;
+  const auto j = nlohmann::json::parse(testing::read_bytes(dir_ / "b.json"));
+  ASSERT_EQ(j["results"].size(), 2u);
+  EXPECT_TRUE(j["results"][1].contains("error"));
+  // Nothing runnable at all is a failure.
+  EXPECT_EQ(bench("--backend reference --precision bf16 --patches 2 --runs 1").exit_code, 1);
+}
+
+TEST_F(BenchCli, UsageErrors) {
+  EXPECT_EQ(bench("--path sideways").exit_code, 2);
+  EXPECT_EQ(bench("--patches 0").exit_code, 2);
+  EXPECT_EQ(bench("--pin x").exit_code, 2);
+  EXPECT_EQ(testing::run_command(std::string(PATCHFUSE_BENCH_BIN) + " " + (dir_ / "missing.pfb")).exit_code, 1);
+}
+
+}  // namespace
+}  // namespace patchfuse

@@ -1,0 +1,312 @@
+// patchfuse-bench: on-device latency of the patch projection (DESIGN.md §4). For every
+// backend x precision x path x threads x patches: init (open + session creation, packing
+// included), first run, then timed runs after warm-up with min / mean / std / p50 / p90 / p99 /
+// max, GFLOP/s, peak RSS; with --path both, fused and unfused are timed alternately, run for run,
+// so their ratio is measured side by side under the same machine noise.
+#include <sched.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <optional>
+
+#include "patchfuse/patchfuse.hpp"
+#include "tools/machine_info.h"
+#include "runtime/core/output_file.h"
+#include "tools/npy.h"
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using ojson = nlohmann::ordered_json;
+
+double ms_since(Clock::time_point t) { return std::chrono::duration<double, std::milli>(Clock::now() - t).count(); }
+
+double peak_rss_mb() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  return u.ru_maxrss / 1024.0;  // KiB on Linux
+}
+
+const std::map<std::string, pf_backend> kBackends = {
+    {"auto", PF_BACKEND_AUTO}, {"reference", PF_BACKEND_REFERENCE}, {"onednn", PF_BACKEND_ONEDNN}, {"xnnpack", PF_BACKEND_XNNPACK}};
+const std::map<std::string, pf_precision> kPrecisions = {
+    {"auto", PF_PRECISION_AUTO}, {"f32", PF_PRECISION_F32}, {"bf16", PF_PRECISION_BF16}, {"f16", PF_PRECISION_F16}};
+const char* precision_text(pf_precision p) {
+  for (const auto& [name, value] : kPrecisions) {
+    if (value == p) return name.c_str();
+  }
+  return "?";
+}
+
+struct Stats {
+  double min = 0, mean = 0, std = 0, p50 = 0, p90 = 0, p99 = 0, max = 0;
+};
+
+Stats stats_of(std::vector<double> v) {
+  Stats s;
+  if (v.empty()) return s;
+  std::sort(v.begin(), v.end());
+  auto pct = [&](double p) {  // nearest-rank percentile
+    const size_t rank = static_cast<size_t>(std::ceil(p / 100.0 * static_cast<double>(v.size())));
+    return v[std::min(v.size() - 1, rank == 0 ? 0 : rank - 1)];
+  };
+  s.min = v.front();
+  s.max = v.back();
+  for (double x : v) s.mean += x;
+  s.mean /= static_cast<double>(v.size());
+  for (double x : v) s.std += (x - s.mean) * (x - s.mean);
+  s.std = v.size() > 1 ? std::sqrt(s.std / static_cast<double>(v.size() - 1)) : 0.0;
+  s.p50 = pct(50);
+  s.p90 = pct(90);
+  s.p99 = pct(99);
+  return s;
+}
+
+struct Options {
+  std::string model, input, json, pin, module;
+  std::vector<std::string> backends = {"auto"}, precisions = {"auto"};
+  std::vector<int> threads = {1};
+  std::vector<size_t> patches = {1024};
+  std::string path = "fused";
+  int warmup = 5, runs = 30;
+  double min_time = 0.0;  // seconds of timed runs per configuration, on top of --runs
+  uint32_t seed = 1;
+};
+
+// One timed session.
+struct Measured {
+  std::string error;
+  pf_session_info info{};
+  double init_ms = 0, first_ms = 0;
+  std::vector<double> runs_ms;
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Options o;
+  CLI::App app{"patchfuse-bench: latency of a .pfb patch embedding on this device"};
+  app.add_option("MODEL", o.model, "Model .pfb")->required();
+  app.add_option("--backend", o.backends, "auto,reference,onednn,xnnpack (comma list)")->delimiter(',')
+      ->check(CLI::IsMember({"auto", "reference", "onednn", "xnnpack"}));
+  app.add_option("--precision", o.precisions, "auto,f32,bf16,f16 (comma list)")->delimiter(',')
+      ->check(CLI::IsMember({"auto", "f32", "bf16", "f16"}));
+  app.add_option("--threads", o.threads, "Thread counts (comma list)")->delimiter(',')->check(CLI::Range(1, 1024));
+  app.add_option("--patches", o.patches, "Patch counts N (comma list)")->delimiter(',')->check(CLI::Range(1, 1 << 24));
+  app.add_option("--path", o.path, "fused, unfused or both")->check(CLI::IsMember({"fused", "unfused", "both"}));
+  app.add_option("--warmup", o.warmup, "Untimed runs after the first")->check(CLI::Range(0, 100000));
+  app.add_option("--runs", o.runs, "Timed runs (at least)")->check(CLI::Range(1, 1000000));
+  app.add_option("--min-time", o.min_time, "Also run until this many seconds are timed")->check(CLI::Range(0.0, 3600.0));
+  app.add_option("--input", o.input, "float32 .npy [M, patch_volume]; rows are repeated to fill N (default: seeded random)");
+  app.add_option("--seed", o.seed, "Seed of the synthetic input");
+  app.add_option("--module", o.module, "Module path when the model has several");
+  app.add_option("--pin", o.pin, "Pin the process (and its threads) to these CPUs, e.g. 0,1");
+  app.add_option("--json", o.json, "Write every figure, the machine and the configuration as JSON");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    std::fprintf(stderr, "patchfuse-bench: usage error: %s (see --help)\n", e.what());
+    return 2;
+  }
+  auto fail = [](const std::string& m) {
+    std::fprintf(stderr, "patchfuse-bench: error: %s\n", m.c_str());
+    return 1;
+  };
+
+  if (!o.pin.empty()) {
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    std::stringstream ss(o.pin);
+    for (std::string cpu; std::getline(ss, cpu, ',');) {
+      char* end = nullptr;
+      const long c = std::strtol(cpu.c_str(), &end, 10);
+      if (cpu.empty() || *end != '\0' || c < 0 || c >= CPU_SETSIZE) {
+        std::fprintf(stderr, "patchfuse-bench: usage error: --pin '%s': '%s' is not a CPU number\n", o.pin.c_str(), cpu.c_str());
+        return 2;
+      }
+      CPU_SET(static_cast<int>(c), &set);
+    }
+    if (sched_setaffinity(0, sizeof(set), &set) != 0) return fail("--pin " + o.pin + ": sched_setaffinity failed");
+  }
+
+  const patchfuse::MachineInfo machine = patchfuse::machine_info();
+  if (machine.emulated) {
+    std::fprintf(stderr, "note: running under user-mode emulation (qemu): these figures show function, not speed\n");
+  }
+
+  // Probe the model once for its geometry and module.
+  auto probe = patchfuse::Model::open_file(o.model);
+  if (!probe) return fail(probe.error());
+  size_t index = 0;
+  if (!o.module.empty()) {
+    auto found = probe->find_module(o.module);
+    if (!found) return fail(o.model + ": " + found.error());
+    index = *found;
+  } else if (probe->module_count() > 1) {
+    return fail(o.model + ": the model has several modules; choose one with --module");
+  }
+  const pf_module_info info = probe->module(index);
+  const size_t k = static_cast<size_t>(info.patch_volume), out = static_cast<size_t>(info.embed_dim);
+  struct stat st {};
+  ::stat(o.model.c_str(), &st);
+  const double model_mb = static_cast<double>(st.st_size) / (1 << 20);
+
+  const size_t max_n = *std::max_element(o.patches.begin(), o.patches.end());
+  std::vector<float> input(max_n * k);
+  if (!o.input.empty()) {
+    auto x = patchfuse::read_npy(o.input);
+    if (!x.ok()) return fail(x.error().message);
+    if (x->descr != "<f4" || x->shape.size() != 2 || x->shape[1] != info.patch_volume || x->shape[0] == 0) {
+      return fail(o.input + ": must be float32 [M, " + std::to_string(k) + "] with M >= 1");
+    }
+    const float* rows = reinterpret_cast<const float*>(x->bytes.data());
+    const size_t m = static_cast<size_t>(x->shape[0]);
+    for (size_t i = 0; i < max_n; ++i) std::copy(rows + (i % m) * k, rows + (i % m + 1) * k, input.begin() + static_cast<std::ptrdiff_t>(i * k));
+  } else {
+    uint64_t s = o.seed;
+    for (float& v : input) {  // SplitMix64 -> [-1, 1)
+      uint64_t z = (s += 0x9E3779B97F4A7C15ull);
+      z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+      z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+      v = static_cast<float>(static_cast<double>((z ^ (z >> 31)) >> 11) / 4503599627370496.0 - 1.0);
+    }
+  }
+  std::vector<float> output(max_n * out);
+
+  std::vector<pf_path> paths;
+  if (o.path != "unfused") paths.push_back(PF_PATH_FUSED);
+  if (o.path != "fused") paths.push_back(PF_PATH_UNFUSED);
+
+  ojson results = ojson::array();
+  std::printf("%s: module %s, %zu -> %zu, %s weights, %.1f MB file; %s (%s), %d CPUs online%s\n", o.model.c_str(), info.path,
+              k, out, info.dtype == PF_DTYPE_F32 ? "f32" : info.dtype == PF_DTYPE_F16 ? "f16" : "bf16", model_mb,
+              machine.cpu_model.c_str(), machine.architecture.c_str(), machine.online_cpus,
+              machine.emulated ? " [EMULATED: not a speed measurement]" : "");
+  std::printf("%-9s %-9s %-7s %3s %6s | %8s %8s | %8s %8s %8s %8s %8s %8s | %8s %7s %s\n", "backend", "precision", "path", "thr",
+              "N", "init_ms", "first_ms", "p50_ms", "p90_ms", "p99_ms", "min_ms", "mean_ms", "std_ms", "GFLOP/s", "rss_MB",
+              "speedup");
+  const size_t total = o.backends.size() * o.precisions.size() * o.threads.size() * o.patches.size();
+  size_t done = 0, ran = 0;
+  for (const std::string& backend : o.backends) {
+    for (const std::string& precision : o.precisions) {
+      for (int threads : o.threads) {
+        for (size_t n : o.patches) {
+          std::fprintf(stderr, "[%zu/%zu] %s %s threads=%d N=%zu ...\n", ++done, total, backend.c_str(), precision.c_str(),
+                       threads, n);
+          // Init = open + create, measured per session.
+          std::vector<Measured> m(paths.size());
+          std::vector<std::optional<patchfuse::Model>> models(paths.size());
+          std::vector<std::optional<patchfuse::Session>> sessions(paths.size());
+          for (size_t p = 0; p < paths.size(); ++p) {
+            const auto t0 = Clock::now();
+            auto model = patchfuse::Model::open_file(o.model);
+            if (!model) {
+              m[p].error = model.error();
+              continue;
+            }
+            pf_session_options so = patchfuse::default_options();
+            so.backend = kBackends.at(backend);
+            so.precision = kPrecisions.at(precision);
+            so.threads = threads;
+            so.path = paths[p];
+            auto session = patchfuse::Session::create(*model, index, so);
+            if (!session) {
+              m[p].error = session.error();
+              continue;
+            }
+            m[p].init_ms = ms_since(t0);
+            const auto t1 = Clock::now();
+            m[p].error = session->run(input.data(), n, output.data());
+            m[p].first_ms = ms_since(t1);
+            m[p].info = session->info();
+            models[p].emplace(std::move(*model));
+            sessions[p].emplace(std::move(*session));
+          }
+          for (int w = 0; w < o.warmup; ++w) {
+            for (size_t p = 0; p < paths.size(); ++p) {
+              if (sessions[p] && m[p].error.empty()) m[p].error = sessions[p]->run(input.data(), n, output.data());
+            }
+          }
+          // Timed runs, alternating the paths run for run.
+          const auto start = Clock::now();
+          for (int r = 0; r < 1000000 && (r < o.runs || ms_since(start) < o.min_time * 1000.0); ++r) {
+            for (size_t p = 0; p < paths.size(); ++p) {
+              if (!sessions[p] || !m[p].error.empty()) continue;
+              const auto t = Clock::now();
+              m[p].error = sessions[p]->run(input.data(), n, output.data());
+              m[p].runs_ms.push_back(ms_since(t));
+            }
+          }
+          const double rss = peak_rss_mb();
+          std::vector<Stats> s(paths.size());
+          for (size_t p = 0; p < paths.size(); ++p) s[p] = stats_of(m[p].runs_ms);
+          const bool both_ok = paths.size() == 2 && m[0].error.empty() && m[1].error.empty();
+          const double speedup = both_ok && s[0].p50 > 0 ? s[1].p50 / s[0].p50 : 0.0;
+          for (size_t p = 0; p < paths.size(); ++p) {
+            const char* path_name = paths[p] == PF_PATH_FUSED ? "fused" : "unfused";
+            ojson j = {{"backend_requested", backend}, {"precision_requested", precision}, {"path", path_name},
+                       {"threads_requested", threads}, {"patches", n}};
+            if (!m[p].error.empty()) {
+              std::printf("%-9s %-9s %-7s %3d %6zu | skipped: %s\n", backend.c_str(), precision.c_str(), path_name, threads, n,
+                          m[p].error.c_str());
+              j["error"] = m[p].error;
+              results.push_back(j);
+              continue;
+            }
+            ++ran;
+            const pf_session_info& si = m[p].info;
+            const double gflops = 2.0 * static_cast<double>(n) * static_cast<double>(k) * static_cast<double>(out) / (s[p].p50 * 1e6);
+            std::printf("%-9s %-9s %-7s %3d %6zu | %8.3f %8.3f | %8.4f %8.4f %8.4f %8.4f %8.4f %8.4f | %8.1f %7.1f %s\n",
+                        pf_backend_name(si.backend), precision_text(si.precision), path_name, si.threads, n, m[p].init_ms,
+                        m[p].first_ms, s[p].p50, s[p].p90, s[p].p99, s[p].min, s[p].mean, s[p].std, gflops, rss,
+                        both_ok && p == 0 ? ("x" + std::to_string(speedup).substr(0, 5)).c_str() : "");
+            j["backend"] = pf_backend_name(si.backend);
+            j["precision"] = precision_text(si.precision);
+            j["threads"] = si.threads;
+            j["kernel"] = si.detail;
+            if (si.note[0] != '\0') j["note"] = si.note;
+            j["init_ms"] = m[p].init_ms;
+            j["first_run_ms"] = m[p].first_ms;
+            j["cold_start_ms"] = m[p].init_ms + m[p].first_ms;
+            j["cold_start_over_p50"] = (m[p].init_ms + m[p].first_ms) / s[p].p50;
+            j["warmup_runs"] = o.warmup;
+            j["timed_runs"] = m[p].runs_ms.size();
+            j["latency_ms"] = {{"min", s[p].min}, {"mean", s[p].mean}, {"std", s[p].std}, {"p50", s[p].p50},
+                               {"p90", s[p].p90}, {"p99", s[p].p99}, {"max", s[p].max}};
+            j["gflops_at_p50"] = gflops;
+            j["peak_rss_mb"] = rss;
+            if (both_ok) j["unfused_over_fused_p50"] = speedup;
+            results.push_back(j);
+          }
+        }
+      }
+    }
+  }
+
+  if (!o.json.empty()) {
+    ojson doc = {
+        {"tool", std::string("patchfuse-bench ") + pf_version()},
+        {"model", {{"file", o.model}, {"bytes", st.st_size}, {"module", info.path}, {"patch_volume", k}, {"embed_dim", out}}},
+        {"machine",
+         {{"cpu", machine.cpu_model}, {"architecture", machine.architecture}, {"isa_features", machine.isa_features},
+          {"online_cpus", machine.online_cpus}, {"emulated", machine.emulated}, {"pinned_cpus", o.pin}}},
+        {"configuration",
+         {{"backends", o.backends}, {"precisions", o.precisions}, {"threads", o.threads}, {"patches", o.patches},
+          {"path", o.path}, {"warmup", o.warmup}, {"runs", o.runs}, {"min_time_s", o.min_time},
+          {"input", o.input.empty() ? "synthetic, seed " + std::to_string(o.seed) : o.input}}},
+        {"results", results}};
+    const std::string text = doc.dump(2) + "\n";
+    patchfuse::Status w = patchfuse::write_file_atomically(o.json, std::vector<uint8_t>(text.begin(), text.end()));
+    if (!w.ok()) return fail(w.error().message);
+  }
+  return ran > 0 ? 0 : fail("no configuration could run");
+}

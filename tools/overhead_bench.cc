@@ -1,0 +1,174 @@
+// Overhead microbenchmarks (Google Benchmark; built with the project, not run by ctest): a
+// patchfuse session run against the raw backend call on the same weights and shapes, Qwen2-VL
+// geometry (1176 -> 1280), N = 1, 16, 256, 1024, 4096, 1 and 2 threads. Run:
+//   build/tools/patchfuse-overhead-bench --benchmark_repetitions=5 --benchmark_report_aggregates_only=true
+// and compare each Session/... median with the Raw/... median of the same arguments.
+#include <benchmark/benchmark.h>
+
+#include <cmath>
+#include <memory>
+#include <vector>
+
+#include "converter/model_writer.h"
+#include "patchfuse/patchfuse.hpp"
+
+#ifdef PATCHFUSE_WITH_ONEDNN
+#include <omp.h>
+
+#include <oneapi/dnnl/dnnl.hpp>
+#endif
+#ifdef PATCHFUSE_WITH_XNNPACK
+#include <pthreadpool.h>
+#include <xnnpack.h>
+#endif
+
+namespace {
+
+constexpr int64_t kK = 1176, kOut = 1280;  // Qwen2-VL: 3 x 2 x 14 x 14 -> 1280
+
+std::vector<float> values(size_t n, uint32_t seed) {
+  std::vector<float> v(n);
+  uint32_t s = seed;
+  for (float& x : v) {
+    s = s * 1664525u + 1013904223u;
+    x = static_cast<float>(s >> 8) / 16777216.0f - 0.5f;
+  }
+  return v;
+}
+
+const std::vector<float>& weights() {  // [kOut, kK]
+  static const std::vector<float> w = values(static_cast<size_t>(kOut * kK), 1);
+  return w;
+}
+
+const std::vector<uint8_t>& model_bytes() {
+  static const std::vector<uint8_t> bytes = [] {
+    patchfuse::ModuleRecord m;
+    m.path = "visual.patch_embed";
+    m.family = patchfuse::find_family("patch_embeddings");
+    m.geometry.kernel = m.geometry.stride = {2, 14, 14};
+    m.geometry.padding = {0, 0, 0};
+    m.geometry.dilation = {1, 1, 1};
+    m.geometry.in_channels = 3;
+    m.geometry.embed_dim = kOut;
+    m.weight = {"visual.patch_embed.linear_proj.weight", {kOut, kK}, patchfuse::DType::kF32,
+                std::vector<uint8_t>(reinterpret_cast<const uint8_t*>(weights().data()),
+                                     reinterpret_cast<const uint8_t*>(weights().data() + weights().size()))};
+    return patchfuse::build_model("qwen2_vl", patchfuse::validate_fusion_config(patchfuse::default_fusion_config()).value(), {m});
+  }();
+  return bytes;
+}
+
+void set_counters(benchmark::State& state, size_t n) {
+  state.counters["GFLOP/s"] = benchmark::Counter(2.0 * static_cast<double>(n) * kK * kOut * 1e-9,
+                                                 benchmark::Counter::kIsIterationInvariantRate);
+}
+
+void session_run(benchmark::State& state, pf_backend backend, pf_precision precision) {
+  const size_t n = static_cast<size_t>(state.range(0));
+  auto model = patchfuse::Model::open_memory(model_bytes().data(), model_bytes().size());
+  pf_session_options o = patchfuse::default_options();
+  o.backend = backend;
+  o.precision = precision;
+  o.threads = static_cast<int32_t>(state.range(1));
+  auto session = patchfuse::Session::create(*model, 0, o);
+  if (!session) {
+    state.SkipWithError(session.error().c_str());
+    return;
+  }
+  const std::vector<float> x = values(n * kK, 2);
+  std::vector<float> y(n * kOut);
+  session->run(x.data(), n, y.data());  // creates this N's primitives, as any first call does
+  for (auto _ : state) {
+    if (!session->run(x.data(), n, y.data()).empty()) state.SkipWithError("run failed");
+  }
+  set_counters(state, n);
+}
+
+#ifdef PATCHFUSE_WITH_ONEDNN
+// dnnl::matmul built by hand: weights reordered to the primitive's layout once, execute + wait.
+void raw_onednn(benchmark::State& state, bool bf16) {
+  using dt = dnnl::memory::data_type;
+  using tag = dnnl::memory::format_tag;
+  const int64_t n = state.range(0);
+  omp_set_num_threads(static_cast<int>(state.range(1)));
+  try {
+    dnnl::engine eng(dnnl::engine::kind::cpu, 0);
+    dnnl::stream strm(eng);
+    const dt t = bf16 ? dt::bf16 : dt::f32;
+    dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(dnnl::memory::desc({n, kK}, t, tag::ab),
+                                                       dnnl::memory::desc({kK, kOut}, t, tag::any),
+                                                       dnnl::memory::desc({n, kOut}, dt::f32, tag::ab)),
+                                    eng);
+    std::vector<float> x = values(static_cast<size_t>(n * kK), 2), y(static_cast<size_t>(n * kOut));
+    dnnl::memory wf(dnnl::memory::desc({kK, kOut}, dt::f32, tag::ba), eng, const_cast<float*>(weights().data()));
+    dnnl::memory w(pd.weights_desc(), eng);
+    dnnl::reorder(wf, w).execute(strm, wf, w);
+    dnnl::memory xf(dnnl::memory::desc({n, kK}, dt::f32, tag::ab), eng, x.data());
+    dnnl::memory src = bf16 ? dnnl::memory(pd.src_desc(), eng) : xf;
+    dnnl::memory dst(pd.dst_desc(), eng, y.data());
+    dnnl::reorder to_bf16;
+    if (bf16) to_bf16 = dnnl::reorder(xf, src);
+    dnnl::matmul mm(pd);
+    strm.wait();
+    for (auto _ : state) {
+      if (bf16) to_bf16.execute(strm, xf, src);  // the f32 -> bf16 input conversion is part of the op
+      mm.execute(strm, {{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, w}, {DNNL_ARG_DST, dst}});
+      strm.wait();
+    }
+  } catch (const dnnl::error& e) {
+    state.SkipWithError(e.what());
+    return;
+  }
+  set_counters(state, static_cast<size_t>(n));
+}
+#endif
+
+#ifdef PATCHFUSE_WITH_XNNPACK
+// xnn fully-connected f32: created (packed) once, set up once, run per iteration.
+void raw_xnnpack(benchmark::State& state) {
+  const size_t n = static_cast<size_t>(state.range(0));
+  if (xnn_initialize(nullptr) != xnn_status_success) {
+    state.SkipWithError("xnn_initialize failed");
+    return;
+  }
+  const int threads = static_cast<int>(state.range(1));
+  pthreadpool_t pool = threads > 1 ? pthreadpool_create(static_cast<size_t>(threads)) : nullptr;
+  xnn_operator_t op = nullptr;
+  std::vector<float> x = values(n * kK + XNN_EXTRA_BYTES / sizeof(float), 2), y(n * kOut);
+  if (xnn_create_fully_connected_nc_f32(kK, kOut, kK, kOut, weights().data(), nullptr, -INFINITY, INFINITY, 0, &op) !=
+          xnn_status_success ||
+      xnn_setup_fully_connected_nc_f32(op, n, x.data(), y.data(), pool) != xnn_status_success) {
+    state.SkipWithError("xnnpack fully-connected f32 could not be created");
+  } else {
+    for (auto _ : state) xnn_run_operator(op, pool);
+    set_counters(state, n);
+  }
+  if (op) xnn_delete_operator(op);
+  if (pool) pthreadpool_destroy(pool);
+}
+#endif
+
+void args(benchmark::internal::Benchmark* b) {
+  for (int64_t threads : {1, 2})
+    for (int64_t n : {1, 16, 256, 1024, 4096}) b->Args({n, threads});
+  b->ArgNames({"N", "threads"})->UseRealTime()->Unit(benchmark::kMicrosecond);
+}
+
+[[maybe_unused]] const bool registered = [] {
+#ifdef PATCHFUSE_WITH_ONEDNN
+  benchmark::RegisterBenchmark("Session/onednn/f32", session_run, PF_BACKEND_ONEDNN, PF_PRECISION_F32)->Apply(args);
+  benchmark::RegisterBenchmark("Raw/onednn/f32", raw_onednn, false)->Apply(args);
+  benchmark::RegisterBenchmark("Session/onednn/bf16", session_run, PF_BACKEND_ONEDNN, PF_PRECISION_BF16)->Apply(args);
+  benchmark::RegisterBenchmark("Raw/onednn/bf16", raw_onednn, true)->Apply(args);
+#endif
+#ifdef PATCHFUSE_WITH_XNNPACK
+  benchmark::RegisterBenchmark("Session/xnnpack/f32", session_run, PF_BACKEND_XNNPACK, PF_PRECISION_F32)->Apply(args);
+  benchmark::RegisterBenchmark("Raw/xnnpack/f32", raw_xnnpack)->Apply(args);
+#endif
+  return true;
+}();
+
+}  // namespace
+
+BENCHMARK_MAIN();
