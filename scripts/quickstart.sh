@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The first minute with patchfuse: build, make a Qwen2-VL-shaped checkpoint (bf16, two shards),
 # convert it to a .pfb, show what it holds, run it on the default backend against the reference
-# backend, and export it back to the original layout.
+# backend, export it back to the original layout, and time fused against unfused.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=out/quickstart
@@ -18,4 +18,7 @@ run build/converter/patchfuse-convert inspect "$out/qwen2-vl.pfb"
 run build/tools/patchfuse-run "$out/qwen2-vl.pfb" --input "$out/qwen2-vl-sample/pixel_values.npy" \
     --output "$out/embeddings.npy" --compare-reference
 run build/converter/patchfuse-convert export "$out/qwen2-vl.pfb" -o "$out/roundtrip.safetensors"
+# The point of the project in one table: the fused GEMM against the original convolution, timed
+# alternately on the default backend.
+run build/tools/patchfuse-bench "$out/qwen2-vl.pfb" --path both --patches 256 --warmup 3 --runs 20
 echo "quickstart: done; files are in $out/"

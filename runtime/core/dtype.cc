@@ -122,6 +122,10 @@ size_t convert_elements(const uint8_t* src, DType from, uint8_t* dst, DType to, 
     std::memcpy(dst, src, count * dtype_size(from));
     return 0;
   }
+  if (to == DType::kF32) {  // widening is exact: no rounding to count
+    for (size_t i = 0; i < count; ++i) store_from_f32(dst, to, i, load_as_f32(src, from, i));
+    return 0;
+  }
   // Every path goes through f32, which holds f16 and bf16 exactly, so there is a single rounding.
   size_t changed = 0;
   for (size_t i = 0; i < count; ++i) {

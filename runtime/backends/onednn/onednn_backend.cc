@@ -119,27 +119,48 @@ class OneDnnKernel final : public Kernel {
     return fused_ ? dims{k_, g_.embed_dim} : dims{g_.embed_dim, g_.in_channels, g_.kernel[0], g_.kernel[1], g_.kernel[2]};
   }
 
+  static bool is_plain(const dnnl::memory::desc& md) {
+    return md.data.format_kind == dnnl_blocked && md.data.format_desc.blocking.inner_nblks == 0;
+  }
+
   void pack(const KernelRequest& r) {
-    const dnnl::primitive_desc_base pd = describe(kPackingBatch, dnnl::memory::desc(weight_dims(), compute_type(), tag::any));
-    packed_md_ = pd.weights_desc();
-    detail_ = cat(version_string(), fused_ ? " matmul " : " convolution ", pd.impl_info_str(), " (",
-                  bf16_ ? "bf16" : "f32", ")");
     // The model stores W as [embed_dim, K] row-major: for matmul's [K, embed_dim] weights that is
     // the transposed ("ba") layout; for the conv it is plain oidhw. The same bytes either way.
-    const tag src_tag = fused_ ? tag::ba : tag::oidhw;
-    std::vector<float> w32;
-    std::vector<uint16_t> w16;
-    void* wdata;
-    if (bf16_) {
-      w16 = tensor_as_16bit(r.module->weight, DType::kBF16);
-      wdata = w16.data();
-    } else {
-      w32 = tensor_as_f32(r.module->weight);
-      wdata = w32.data();
+    const dnnl::memory::desc model_md(weight_dims(), compute_type(), fused_ ? tag::ba : tag::oidhw);
+    dnnl::primitive_desc_base pd = describe(kPackingBatch, dnnl::memory::desc(weight_dims(), compute_type(), tag::any));
+    // A kernel that wants plain weights (gemm:jit) runs as fast on the model's own layout (measured
+    // here: within 3% at N = 16..1024), so use it in place: no reorder, and zero-copy from the
+    // mapped model when the dtypes match. Kernels with blocked layouts (brgemm) get a reorder.
+    bool in_place = false;
+    if (fused_ && is_plain(pd.weights_desc())) {
+      try {
+        const dnnl::primitive_desc_base direct = describe(kPackingBatch, model_md);
+        in_place = std::string(direct.impl_info_str()) == pd.impl_info_str();
+        if (in_place) pd = direct;
+      } catch (const dnnl::error&) {
+        in_place = false;  // no kernel takes that layout: reorder instead
+      }
     }
-    dnnl::memory plain_w(dnnl::memory::desc(weight_dims(), compute_type(), src_tag), engine_, wdata);
-    weights_ = dnnl::memory(packed_md_, engine_);
-    dnnl::reorder(plain_w, weights_).execute(stream_, plain_w, weights_);
+    packed_md_ = pd.weights_desc();
+    detail_ = cat(version_string(), fused_ ? " matmul " : " convolution ", pd.impl_info_str(), " (",
+                  bf16_ ? "bf16" : "f32", in_place ? ", weights in place" : ", weights reordered", ")");
+    const DType want = bf16_ ? DType::kBF16 : DType::kF32;
+    void* wdata = const_cast<uint8_t*>(r.module->weight.data);  // oneDNN only reads weights
+    if (r.module->weight.dtype != want) {
+      converted_.resize(r.module->weight.bytes / dtype_size(r.module->weight.dtype) * dtype_size(want));
+      convert_elements(r.module->weight.data, r.module->weight.dtype, converted_.data(), want,
+                       r.module->weight.bytes / dtype_size(r.module->weight.dtype));
+      wdata = converted_.data();
+    }
+    dnnl::memory model_w(model_md, engine_, wdata);
+    if (in_place) {
+      weights_ = model_w;
+    } else {
+      weights_ = dnnl::memory(packed_md_, engine_);
+      dnnl::reorder(model_w, weights_).execute(stream_, model_w, weights_);
+      stream_.wait();
+      std::vector<uint8_t>().swap(converted_);  // the reordered copy is all that is needed now
+    }
     if (has_bias_) {
       bias_values_ = tensor_as_f32(*r.module->bias);
       bias_ = dnnl::memory(fused_ ? dnnl::memory::desc({1, g_.embed_dim}, dt::f32, tag::ab)
@@ -177,6 +198,7 @@ class OneDnnKernel final : public Kernel {
   int64_t k_;
   dnnl::memory::desc packed_md_;
   dnnl::memory weights_, bias_;
+  std::vector<uint8_t> converted_;  // weights in the compute dtype, when the model's differ and are used in place
   std::vector<float> bias_values_;
   std::unordered_map<int64_t, Plan> plans_;
   std::string detail_;
