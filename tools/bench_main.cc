@@ -12,7 +12,6 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
-#include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
 
@@ -20,6 +19,7 @@
 #include "tools/machine_info.h"
 #include "runtime/core/output_file.h"
 #include "tools/npy.h"
+#include "tools/option_names.h"
 
 namespace {
 
@@ -32,17 +32,6 @@ double peak_rss_mb() {
   rusage u{};
   getrusage(RUSAGE_SELF, &u);
   return u.ru_maxrss / 1024.0;  // KiB on Linux
-}
-
-const std::map<std::string, pf_backend> kBackends = {
-    {"auto", PF_BACKEND_AUTO}, {"reference", PF_BACKEND_REFERENCE}, {"onednn", PF_BACKEND_ONEDNN}, {"xnnpack", PF_BACKEND_XNNPACK}};
-const std::map<std::string, pf_precision> kPrecisions = {
-    {"auto", PF_PRECISION_AUTO}, {"f32", PF_PRECISION_F32}, {"bf16", PF_PRECISION_BF16}, {"f16", PF_PRECISION_F16}};
-const char* precision_text(pf_precision p) {
-  for (const auto& [name, value] : kPrecisions) {
-    if (value == p) return name.c_str();
-  }
-  return "?";
 }
 
 struct Stats {
@@ -95,9 +84,9 @@ int main(int argc, char** argv) {
   CLI::App app{"patchfuse-bench: latency of a .pfb patch embedding on this device"};
   app.add_option("MODEL", o.model, "Model .pfb")->required();
   app.add_option("--backend", o.backends, "auto,reference,onednn,xnnpack (comma list)")->delimiter(',')
-      ->check(CLI::IsMember({"auto", "reference", "onednn", "xnnpack"}));
+      ->check(CLI::IsMember(patchfuse::keys_of(patchfuse::backend_names())));
   app.add_option("--precision", o.precisions, "auto,f32,bf16,f16 (comma list)")->delimiter(',')
-      ->check(CLI::IsMember({"auto", "f32", "bf16", "f16"}));
+      ->check(CLI::IsMember(patchfuse::keys_of(patchfuse::precision_names())));
   app.add_option("--threads", o.threads, "Thread counts (comma list)")->delimiter(',')->check(CLI::Range(1, 1024));
   app.add_option("--patches", o.patches, "Patch counts N (comma list)")->delimiter(',')->check(CLI::Range(1, 1 << 24));
   app.add_option("--path", o.path, "fused, unfused or both")->check(CLI::IsMember({"fused", "unfused", "both"}));
@@ -214,8 +203,8 @@ int main(int argc, char** argv) {
               continue;
             }
             pf_session_options so = patchfuse::default_options();
-            so.backend = kBackends.at(backend);
-            so.precision = kPrecisions.at(precision);
+            so.backend = patchfuse::backend_names().at(backend);
+            so.precision = patchfuse::precision_names().at(precision);
             so.threads = threads;
             so.path = paths[p];
             auto session = patchfuse::Session::create(*model, index, so);
@@ -266,11 +255,11 @@ int main(int argc, char** argv) {
             const pf_session_info& si = m[p].info;
             const double gflops = 2.0 * static_cast<double>(n) * static_cast<double>(k) * static_cast<double>(out) / (s[p].p50 * 1e6);
             std::printf("%-9s %-9s %-7s %3d %6zu | %8.3f %8.3f | %8.4f %8.4f %8.4f %8.4f %8.4f %8.4f | %8.1f %7.1f %s\n",
-                        pf_backend_name(si.backend), precision_text(si.precision), path_name, si.threads, n, m[p].init_ms,
+                        pf_backend_name(si.backend), patchfuse::precision_text(si.precision), path_name, si.threads, n, m[p].init_ms,
                         m[p].first_ms, s[p].p50, s[p].p90, s[p].p99, s[p].min, s[p].mean, s[p].std, gflops, rss,
                         both_ok && p == 0 ? ("x" + std::to_string(speedup).substr(0, 5)).c_str() : "");
             j["backend"] = pf_backend_name(si.backend);
-            j["precision"] = precision_text(si.precision);
+            j["precision"] = patchfuse::precision_text(si.precision);
             j["threads"] = si.threads;
             j["kernel"] = si.detail;
             if (si.note[0] != '\0') j["note"] = si.note;

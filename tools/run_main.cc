@@ -4,27 +4,16 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
-#include <map>
 
 #include "patchfuse/patchfuse.hpp"
 #include "tools/npy.h"
+#include "tools/option_names.h"
 
 namespace {
 
 int fail(const std::string& message) {
   std::fprintf(stderr, "patchfuse-run: error: %s\n", message.c_str());
   return 1;
-}
-
-const std::map<std::string, pf_backend> kBackends = {
-    {"auto", PF_BACKEND_AUTO}, {"reference", PF_BACKEND_REFERENCE}, {"onednn", PF_BACKEND_ONEDNN}, {"xnnpack", PF_BACKEND_XNNPACK}};
-const std::map<std::string, pf_precision> kPrecisions = {
-    {"auto", PF_PRECISION_AUTO}, {"f32", PF_PRECISION_F32}, {"bf16", PF_PRECISION_BF16}, {"f16", PF_PRECISION_F16}};
-const char* precision_text(pf_precision p) {
-  for (const auto& [name, value] : kPrecisions) {
-    if (value == p) return name.c_str();
-  }
-  return "?";
 }
 
 }  // namespace
@@ -37,9 +26,9 @@ int main(int argc, char** argv) {
   app.add_option("MODEL", model_path, "Model .pfb")->required();
   app.add_option("--input", input_path, "float32 .npy, [N, C*kt*kh*kw] or [N, C, kt, kh, kw]")->required();
   app.add_option("--output", output_path, "Output .npy, float32 [N, embed_dim]")->required();
-  app.add_option("--backend", backend, "auto|reference|onednn|xnnpack")->check(CLI::IsMember({"auto", "reference", "onednn", "xnnpack"}));
+  app.add_option("--backend", backend, "auto|reference|onednn|xnnpack")->check(CLI::IsMember(patchfuse::keys_of(patchfuse::backend_names())));
   app.add_option("--threads", threads, "Threads")->check(CLI::Range(1, 1024));
-  app.add_option("--precision", precision, "auto|f32|bf16|f16")->check(CLI::IsMember({"auto", "f32", "bf16", "f16"}));
+  app.add_option("--precision", precision, "auto|f32|bf16|f16")->check(CLI::IsMember(patchfuse::keys_of(patchfuse::precision_names())));
   app.add_option("--module", module, "Module path when the model has several");
   app.add_flag("--no-fuse", no_fuse, "Run the original convolution instead of the fused GEMM");
   app.add_flag("--compare-reference", compare, "Also run the reference backend and print the difference");
@@ -85,9 +74,9 @@ int main(int argc, char** argv) {
   const float* input = reinterpret_cast<const float*>(x->bytes.data());
 
   pf_session_options o = patchfuse::default_options();
-  o.backend = kBackends.at(backend);
+  o.backend = patchfuse::backend_names().at(backend);
   o.threads = threads;
-  o.precision = kPrecisions.at(precision);
+  o.precision = patchfuse::precision_names().at(precision);
   o.path = no_fuse ? PF_PATH_UNFUSED : PF_PATH_FUSED;
   auto session = patchfuse::Session::create(*model, index, o);
   if (!session) return fail(model_path + ": module " + info.path + ": " + session.error());
@@ -101,7 +90,7 @@ int main(int argc, char** argv) {
 
   const pf_session_info si = session->info();
   std::printf("%s: module %s, backend %s [%s], precision %s, %s path, %d thread%s\n", model_path.c_str(), info.path,
-              pf_backend_name(si.backend), si.detail, precision_text(si.precision), no_fuse ? "unfused" : "fused",
+              pf_backend_name(si.backend), si.detail, patchfuse::precision_text(si.precision), no_fuse ? "unfused" : "fused",
               si.threads, si.threads == 1 ? "" : "s");
   if (si.note[0] != '\0') std::printf("note: %s\n", si.note);
   std::printf("wrote %s: float32 [%zu, %d] in %.3f ms (first run, includes one-time primitive setup)\n",
