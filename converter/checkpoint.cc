@@ -4,6 +4,7 @@
 
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <sstream>
 
 namespace patchfuse {
@@ -84,12 +85,10 @@ std::vector<std::string> Checkpoint::tensor_names() const {
 }
 
 std::vector<std::string> Checkpoint::files() const {
-  std::vector<std::string> files = {config_path_};
-  if (!index_path_.empty()) files.push_back(index_path_);
-  for (const auto& [name, file] : location_) {
-    if (files.back() != file) files.push_back(file);
-  }
-  return files;
+  std::set<std::string> files = {config_path_};
+  if (!index_path_.empty()) files.insert(index_path_);
+  for (const auto& [name, file] : location_) files.insert(file);
+  return std::vector<std::string>(files.begin(), files.end());
 }
 
 Result<SafetensorsFile*> Checkpoint::shard(const std::string& file) {

@@ -101,7 +101,7 @@ float load_as_f32(const uint8_t* data, DType dtype, size_t i) {
   return 0.0f;
 }
 
-static void store_from_f32(uint8_t* data, DType dtype, size_t i, float v) {
+void store_f32_as(uint8_t* data, DType dtype, size_t i, float v) {
   switch (dtype) {
     case DType::kF32: std::memcpy(data + 4 * i, &v, 4); return;
     case DType::kF16: {
@@ -123,14 +123,14 @@ size_t convert_elements(const uint8_t* src, DType from, uint8_t* dst, DType to, 
     return 0;
   }
   if (to == DType::kF32) {  // widening is exact: no rounding to count
-    for (size_t i = 0; i < count; ++i) store_from_f32(dst, to, i, load_as_f32(src, from, i));
+    for (size_t i = 0; i < count; ++i) store_f32_as(dst, to, i, load_as_f32(src, from, i));
     return 0;
   }
   // Every path goes through f32, which holds f16 and bf16 exactly, so there is a single rounding.
   size_t changed = 0;
   for (size_t i = 0; i < count; ++i) {
     const float v = load_as_f32(src, from, i);
-    store_from_f32(dst, to, i, v);
+    store_f32_as(dst, to, i, v);
     const float back = load_as_f32(dst, to, i);
     if (!(back == v || (std::isnan(back) && std::isnan(v)))) ++changed;
   }

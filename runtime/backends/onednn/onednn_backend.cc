@@ -7,6 +7,7 @@
 #include <omp.h>
 
 #include <oneapi/dnnl/dnnl.hpp>
+#include <algorithm>
 #include <unordered_map>
 
 namespace patchfuse {
@@ -53,10 +54,7 @@ class OneDnnKernel final : public Kernel {
       if (bf16_) {
         p.to_bf16.execute(stream_, p.user_src, p.src);
       }
-      std::unordered_map<int, dnnl::memory> args = {
-          {DNNL_ARG_SRC, bf16_ ? p.src : p.user_src}, {DNNL_ARG_WEIGHTS, weights_}, {DNNL_ARG_DST, p.dst}};
-      if (has_bias_) args[DNNL_ARG_BIAS] = bias_;
-      p.compute.execute(stream_, args);
+      p.compute.execute(stream_, p.args);
       stream_.wait();
     } catch (const dnnl::error& e) {
       return make_error(Code::kInternal, cat("onednn: run with N = ", n, " failed: ", e.what()));
@@ -72,6 +70,7 @@ class OneDnnKernel final : public Kernel {
     dnnl::primitive compute;
     dnnl::reorder to_bf16;  // f32 user input -> bf16 (bf16 precision only)
     dnnl::memory user_src, src, dst;
+    std::unordered_map<int, dnnl::memory> args;  // built once; the handles above are re-pointed per run
   };
 
   explicit OneDnnKernel(const KernelRequest& r)
@@ -119,47 +118,48 @@ class OneDnnKernel final : public Kernel {
     return fused_ ? dims{k_, g_.embed_dim} : dims{g_.embed_dim, g_.in_channels, g_.kernel[0], g_.kernel[1], g_.kernel[2]};
   }
 
-  static bool is_plain(const dnnl::memory::desc& md) {
-    return md.data.format_kind == dnnl_blocked && md.data.format_desc.blocking.inner_nblks == 0;
+  // out[k * O + o] = w[o * K + k] in `to`, in 64 x 64 blocks so both sides stay in cache: the
+  // widening (bf16/f16 -> f32) and oneDNN's plain [K, O] layout in one pass, with no second copy
+  // of the weights alive beside the packed one.
+  static void transpose_into(const TensorView& w, DType to, int64_t O, int64_t K, uint8_t* out) {
+    constexpr int64_t kBlock = 64;
+    for (int64_t o0 = 0; o0 < O; o0 += kBlock) {
+      for (int64_t k0 = 0; k0 < K; k0 += kBlock) {
+        for (int64_t o = o0; o < std::min(O, o0 + kBlock); ++o) {
+          for (int64_t k = k0; k < std::min(K, k0 + kBlock); ++k) {
+            store_f32_as(out, to, static_cast<size_t>(k * O + o), load_as_f32(w.data, w.dtype, static_cast<size_t>(o * K + k)));
+          }
+        }
+      }
+    }
   }
 
   void pack(const KernelRequest& r) {
-    // The model stores W as [embed_dim, K] row-major: for matmul's [K, embed_dim] weights that is
-    // the transposed ("ba") layout; for the conv it is plain oidhw. The same bytes either way.
-    const dnnl::memory::desc model_md(weight_dims(), compute_type(), fused_ ? tag::ba : tag::oidhw);
-    dnnl::primitive_desc_base pd = describe(kPackingBatch, dnnl::memory::desc(weight_dims(), compute_type(), tag::any));
-    // A kernel that wants plain weights (gemm:jit) runs as fast on the model's own layout (measured
-    // here: within 3% at N = 16..1024), so use it in place: no reorder, and zero-copy from the
-    // mapped model when the dtypes match. Kernels with blocked layouts (brgemm) get a reorder.
-    bool in_place = false;
-    if (fused_ && is_plain(pd.weights_desc())) {
-      try {
-        const dnnl::primitive_desc_base direct = describe(kPackingBatch, model_md);
-        in_place = std::string(direct.impl_info_str()) == pd.impl_info_str();
-        if (in_place) pd = direct;
-      } catch (const dnnl::error&) {
-        in_place = false;  // no kernel takes that layout: reorder instead
-      }
-    }
+    const dnnl::primitive_desc_base pd = describe(kPackingBatch, dnnl::memory::desc(weight_dims(), compute_type(), tag::any));
     packed_md_ = pd.weights_desc();
-    detail_ = cat(version_string(), fused_ ? " matmul " : " convolution ", pd.impl_info_str(), " (",
-                  bf16_ ? "bf16" : "f32", in_place ? ", weights in place" : ", weights reordered", ")");
+    weights_ = dnnl::memory(packed_md_, engine_);
     const DType want = bf16_ ? DType::kBF16 : DType::kF32;
-    void* wdata = const_cast<uint8_t*>(r.module->weight.data);  // oneDNN only reads weights
-    if (r.module->weight.dtype != want) {
-      converted_.resize(r.module->weight.bytes / dtype_size(r.module->weight.dtype) * dtype_size(want));
-      convert_elements(r.module->weight.data, r.module->weight.dtype, converted_.data(), want,
-                       r.module->weight.bytes / dtype_size(r.module->weight.dtype));
-      wdata = converted_.data();
-    }
-    dnnl::memory model_w(model_md, engine_, wdata);
-    if (in_place) {
-      weights_ = model_w;
+    const TensorView& w = r.module->weight;
+    // gemm:jit asks for plain [K, O] ("ab"), the transpose of the model's [O, K] rows: done here in
+    // one pass. Blocked layouts (brgemm, the convolution) go through a oneDNN reorder from the
+    // model's layout: [O, K] is "ba" for matmul's [K, O] weights and plain oidhw for the conv.
+    const bool plain_kxo = fused_ && packed_md_ == dnnl::memory::desc(weight_dims(), compute_type(), tag::ab);
+    detail_ = cat(version_string(), fused_ ? " matmul " : " convolution ", pd.impl_info_str(), " (",
+                  bf16_ ? "bf16" : "f32", ")");
+    if (plain_kxo) {
+      transpose_into(w, want, g_.embed_dim, k_, static_cast<uint8_t*>(weights_.get_data_handle()));
     } else {
-      weights_ = dnnl::memory(packed_md_, engine_);
+      std::vector<uint8_t> converted;
+      void* wdata = const_cast<uint8_t*>(w.data);  // oneDNN only reads a reorder's source
+      if (w.dtype != want) {
+        const size_t count = w.bytes / dtype_size(w.dtype);
+        converted.resize(count * dtype_size(want));
+        convert_elements(w.data, w.dtype, converted.data(), want, count);
+        wdata = converted.data();
+      }
+      dnnl::memory model_w(dnnl::memory::desc(weight_dims(), compute_type(), fused_ ? tag::ba : tag::oidhw), engine_, wdata);
       dnnl::reorder(model_w, weights_).execute(stream_, model_w, weights_);
       stream_.wait();
-      std::vector<uint8_t>().swap(converted_);  // the reordered copy is all that is needed now
     }
     if (has_bias_) {
       bias_values_ = tensor_as_f32(*r.module->bias);
@@ -167,7 +167,6 @@ class OneDnnKernel final : public Kernel {
                                   : dnnl::memory::desc({g_.embed_dim}, dt::f32, tag::a),
                            engine_, bias_values_.data());
     }
-    stream_.wait();
   }
 
   Plan& plan_for(int64_t n) {
@@ -187,6 +186,8 @@ class OneDnnKernel final : public Kernel {
       p.src = dnnl::memory(pd.src_desc(), engine_);  // owned bf16 staging buffer for this N
       p.to_bf16 = dnnl::reorder(p.user_src, p.src);
     }
+    p.args = {{DNNL_ARG_SRC, bf16_ ? p.src : p.user_src}, {DNNL_ARG_WEIGHTS, weights_}, {DNNL_ARG_DST, p.dst}};
+    if (has_bias_) p.args[DNNL_ARG_BIAS] = bias_;
     return plans_.emplace(n, std::move(p)).first->second;
   }
 
@@ -198,7 +199,6 @@ class OneDnnKernel final : public Kernel {
   int64_t k_;
   dnnl::memory::desc packed_md_;
   dnnl::memory weights_, bias_;
-  std::vector<uint8_t> converted_;  // weights in the compute dtype, when the model's differ and are used in place
   std::vector<float> bias_values_;
   std::unordered_map<int64_t, Plan> plans_;
   std::string detail_;
