@@ -1,13 +1,12 @@
 // patchfuse-convert: convert / inspect / export (DESIGN.md §4).
 // Exit status: 0 success, 1 failure (bad input, I/O, unsupported), 2 usage error.
-#include <CLI/CLI.hpp>
 #include <cstdio>
-#include <iostream>
 
 #include "converter/convert.h"
 #include "converter/export.h"
 #include "converter/fusion_flags.h"
 #include "converter/inspect.h"
+#include "tools/command_line.h"
 
 using namespace patchfuse;
 
@@ -49,18 +48,7 @@ int main(int argc, char** argv) {
   e->add_option("MODEL", export_path, "Model .pfb")->required();
   e->add_option("-o,--output", export_out, "Output .safetensors path")->required();
 
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::CallForHelp& ex) {
-    return app.exit(ex);
-  } catch (const CLI::CallForAllHelp& ex) {
-    return app.exit(ex);
-  } catch (const CLI::CallForVersion& ex) {
-    return app.exit(ex);
-  } catch (const CLI::ParseError& ex) {
-    std::fprintf(stderr, "patchfuse-convert: usage error: %s (see --help)\n", ex.what());
-    return 2;
-  }
+  if (auto code = patchfuse::parse_command_line(app, argc, argv, "patchfuse-convert")) return *code;
 
   if (c->parsed()) {
     convert.fusion = parse_fusion_flags(fusion_flags);

@@ -1,9 +1,9 @@
 // patchfuse-make-sample: writes a small checkpoint shaped like a known architecture, so the quick
 // start and the tests need no download.
-#include <CLI/CLI.hpp>
 #include <cstdio>
 
 #include "converter/sample_checkpoint.h"
+#include "tools/command_line.h"
 
 using namespace patchfuse;
 
@@ -19,14 +19,7 @@ int main(int argc, char** argv) {
   app.add_option("--patches", spec.patches, "Rows of pixel_values.npy (0: none)")->check(CLI::Range(0, 1 << 20));
   app.add_option("--embed-dim", spec.embed_dim, "Conv output width (default: the architecture's)")
       ->check(CLI::PositiveNumber);
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::CallForHelp& ex) {
-    return app.exit(ex);
-  } catch (const CLI::ParseError& ex) {
-    std::fprintf(stderr, "patchfuse-make-sample: usage error: %s (see --help)\n", ex.what());
-    return 2;
-  }
+  if (auto code = patchfuse::parse_command_line(app, argc, argv, "patchfuse-make-sample")) return *code;
   spec.arch = find_architecture(model_type);
   if (spec.arch == nullptr) {
     std::fprintf(stderr, "patchfuse-make-sample: usage error: --model-type '%s' is not one of %s\n",

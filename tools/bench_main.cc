@@ -7,7 +7,6 @@
 #include <sys/resource.h>
 #include <sys/stat.h>
 
-#include <CLI/CLI.hpp>
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -16,8 +15,9 @@
 #include <optional>
 
 #include "patchfuse/patchfuse.hpp"
-#include "tools/machine_info.h"
 #include "runtime/core/output_file.h"
+#include "tools/command_line.h"
+#include "tools/machine_info.h"
 #include "tools/npy.h"
 #include "tools/option_names.h"
 
@@ -98,14 +98,7 @@ int main(int argc, char** argv) {
   app.add_option("--module", o.module, "Module path when the model has several");
   app.add_option("--pin", o.pin, "Pin the process (and its threads) to these CPUs, e.g. 0,1");
   app.add_option("--json", o.json, "Write every figure, the machine and the configuration as JSON");
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::CallForHelp& e) {
-    return app.exit(e);
-  } catch (const CLI::ParseError& e) {
-    std::fprintf(stderr, "patchfuse-bench: usage error: %s (see --help)\n", e.what());
-    return 2;
-  }
+  if (auto code = patchfuse::parse_command_line(app, argc, argv, "patchfuse-bench")) return *code;
   auto fail = [](const std::string& m) {
     std::fprintf(stderr, "patchfuse-bench: error: %s\n", m.c_str());
     return 1;

@@ -1,11 +1,11 @@
 // patchfuse-run: runs one module of a .pfb on a .npy input and writes a .npy output (DESIGN.md §4).
 // Exit status: 0 success, 1 failure (bad input, I/O, unsupported), 2 usage error.
-#include <CLI/CLI.hpp>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
 
 #include "patchfuse/patchfuse.hpp"
+#include "tools/command_line.h"
 #include "tools/npy.h"
 #include "tools/option_names.h"
 
@@ -32,14 +32,7 @@ int main(int argc, char** argv) {
   app.add_option("--module", module, "Module path when the model has several");
   app.add_flag("--no-fuse", no_fuse, "Run the original convolution instead of the fused GEMM");
   app.add_flag("--compare-reference", compare, "Also run the reference backend and print the difference");
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::CallForHelp& e) {
-    return app.exit(e);
-  } catch (const CLI::ParseError& e) {
-    std::fprintf(stderr, "patchfuse-run: usage error: %s (see --help)\n", e.what());
-    return 2;
-  }
+  if (auto code = patchfuse::parse_command_line(app, argc, argv, "patchfuse-run")) return *code;
 
   auto model = patchfuse::Model::open_file(model_path);
   if (!model) return fail(model.error());
