@@ -78,6 +78,34 @@ TEST_F(RunCli, FlatAndFiveDimensionalInputsGiveTheSameOutput) {
   }
 }
 
+// The acceptance check through the tool itself: a converted checkpoint run by
+// patchfuse-run on every backend and both paths matches PyTorch's Conv3d (f32: 1e-4 of max|ref|).
+TEST_F(RunCli, EveryBackendAndPathMatchesPytorchGolden) {
+  const std::string golden = std::string(PATCHFUSE_GOLDEN_DIR) + "/qwen2_vl_f32";
+  ASSERT_EQ(testing::run_command(std::string(PATCHFUSE_CONVERT_BIN) + " convert " + golden + " -o " + (dir_ / "g.pfb")).exit_code, 0);
+  const std::vector<double> want = read_npy(golden + "/expected.npy").value().to_double();
+  double max_ref = 0;
+  for (double w : want) max_ref = std::max(max_ref, std::fabs(w));
+  int ran = 0;
+  for (const char* backend : {"reference", "onednn", "xnnpack"}) {
+    for (const char* path : {"", " --no-fuse"}) {
+      const CommandResult r = run_cli((dir_ / "g.pfb") + " --input " + golden + "/input.npy --output " + out() +
+                                      " --precision f32 --backend " + backend + path);
+      if (r.exit_code != 0) {
+        EXPECT_NE(r.err.find("not built"), std::string::npos) << r.err;
+        continue;
+      }
+      const std::vector<double> y = output();
+      ASSERT_EQ(y.size(), want.size());
+      double max_err = 0;
+      for (size_t i = 0; i < y.size(); ++i) max_err = std::max(max_err, std::fabs(y[i] - want[i]));
+      EXPECT_LE(max_err, 1e-4 * max_ref) << backend << path;
+      ++ran;
+    }
+  }
+  EXPECT_GE(ran, 4);
+}
+
 TEST_F(RunCli, BadInputs) {
   const std::vector<float> v(5 * 100, 1.0f);
   ASSERT_TRUE(write_npy_f32(dir_ / "wrong_shape.npy", {5, 100}, v.data()).ok());
