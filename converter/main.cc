@@ -22,7 +22,6 @@ int fail(const Error& e) {
 int main(int argc, char** argv) {
   CLI::App app{"patchfuse-convert: Hugging Face checkpoint -> verified patchfuse model (.pfb)"};
   app.require_subcommand(1);
-  app.set_version_flag("--version", "patchfuse-convert " PATCHFUSE_VERSION);
 
   ConvertOptions convert;
   std::vector<std::string> fusion_flags;

@@ -78,6 +78,9 @@ TEST_F(BenchCli, UsageErrors) {
   EXPECT_EQ(bench("--patches 0").exit_code, 2);
   EXPECT_EQ(bench("--pin x").exit_code, 2);
   EXPECT_EQ(testing::run_command(std::string(PATCHFUSE_BENCH_BIN) + " " + (dir_ / "missing.pfb")).exit_code, 1);
+  const CommandResult version = testing::run_command(std::string(PATCHFUSE_BENCH_BIN) + " --version");
+  EXPECT_EQ(version.exit_code, 0) << version.err;
+  EXPECT_NE(version.out.find("patchfuse-bench " PATCHFUSE_VERSION), std::string::npos) << version.out;
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "patchfuse/patchfuse.hpp"
+#include "tests/support/tolerance.h"
 #include "tools/npy.h"
 
 namespace patchfuse {
@@ -34,7 +35,7 @@ TEST(HostConvertedModel, EveryBackendAndPathMatchesPytorch) {
       ASSERT_EQ(s->run(reinterpret_cast<const float*>(x->bytes.data()), static_cast<size_t>(x->shape[0]), y.data()), "");
       double max_err = 0;
       for (size_t i = 0; i < y.size(); ++i) max_err = std::max(max_err, std::fabs(y[i] - want[i]));
-      EXPECT_LE(max_err, 1e-4 * max_ref) << pf_backend_name(b) << (path == PF_PATH_FUSED ? " fused" : " unfused");  // f32 bound
+      EXPECT_LE(max_err, testing::max_relative_tolerance(PF_PRECISION_F32) * max_ref) << pf_backend_name(b) << (path == PF_PATH_FUSED ? " fused" : " unfused");
       ++ran;
     }
   }

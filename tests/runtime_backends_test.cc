@@ -12,6 +12,7 @@
 
 #include "patchfuse/patchfuse.hpp"
 #include "tests/support/model_builder.h"
+#include "tests/support/tolerance.h"
 
 namespace patchfuse {
 namespace {
@@ -53,19 +54,7 @@ const std::vector<TestModule>& geometries() {
 
 const std::vector<size_t> kSizes = {1, 2, 7, 8, 9, 63, 64, 65, 1024};
 
-// Error bound per element, as a multiple of sum_j |x_j w_j| (+|b|), for what the session computes in:
-//  f32:  K * 2^-24, the worst-case bound (gamma_K) of any summation order in f32.
-//  bf16: inputs (and f32 weights) rounded to bf16 add 2 * 2^-9, plus the f32 accumulation.
-//  f16:  inputs and weights rounded to f16 (2 * 2^-11) and an f16 accumulation inside
-//        XNNPACK's kernels; observed up to 4.0e-3 at K = 1176 here, bound set at 1e-2.
-double tolerance(pf_precision computed, int64_t k) {
-  const double f32 = static_cast<double>(k) * std::ldexp(1.0, -24);
-  switch (computed) {
-    case PF_PRECISION_BF16: return 2 * std::ldexp(1.0, -9) + f32;
-    case PF_PRECISION_F16: return 1e-2;
-    default: return f32;
-  }
-}
+using testing::element_tolerance;
 
 struct Built {
   std::vector<uint8_t> bytes;
@@ -123,7 +112,7 @@ TEST_P(Backends, MatchesDoubleOracleAtTileSizesForEveryGeometry) {
       float* y = buf.data() + kGuard;
       ASSERT_EQ(session->run(x.data(), n, y), "");
       const Oracle ref = testing::oracle(b.view, x.data(), n);
-      const double tol = tolerance(info.precision, k);
+      const double tol = element_tolerance(info.precision, k);
       size_t bad = 0, nonzero = 0;
       double worst = 0;
       for (size_t i = 0; i < ref.y.size(); ++i) {
@@ -191,7 +180,7 @@ TEST_P(Backends, InputEndingAtAnUnmappedPageDoesNotFault) {
     EXPECT_EQ(session->run(x, n, y.data()), "");
     const Oracle ref = testing::oracle(b.view, x, n);
     for (size_t i = 0; i < ref.y.size(); ++i) {
-      ASSERT_LE(std::fabs(y[i] - ref.y[i]), tolerance(session->info().precision, static_cast<int64_t>(k)) * ref.abs_sum[i]);
+      ASSERT_LE(std::fabs(y[i] - ref.y[i]), element_tolerance(session->info().precision, static_cast<int64_t>(k)) * ref.abs_sum[i]);
     }
     ::munmap(base, (pages + 1) * page);
   }
@@ -275,7 +264,7 @@ TEST(RuntimePaths, UnfusedAgreesWithFused) {
         ASSERT_EQ(s->run(x.data(), n, y[path].data()), "");
       }
       // Each path is within the f32 bound of the exact result, so they are within twice it.
-      const double tol = 2 * tolerance(PF_PRECISION_F32, static_cast<int64_t>(k));
+      const double tol = 2 * element_tolerance(PF_PRECISION_F32, static_cast<int64_t>(k));
       for (size_t i = 0; i < ref.y.size(); ++i) ASSERT_LE(std::fabs(y[0][i] - y[1][i]), tol * ref.abs_sum[i]) << i;
     }
   }

@@ -8,23 +8,11 @@
 #include "converter/convert.h"
 #include "patchfuse/patchfuse.hpp"
 #include "tests/support/test_util.h"
+#include "tests/support/tolerance.h"
 #include "tools/npy.h"
 
 namespace patchfuse {
 namespace {
-
-// Max |y - torch| as a fraction of max |torch| over the output, per computed precision:
-//  f32: 1e-4, the acceptance bound of the runtime issue (observed up to 1.3e-6 here).
-//  bf16: inputs rounded to 8 significant bits: 1e-2.
-//  f16: inputs and weights rounded to 11 bits and f16 accumulation in XNNPACK: 3e-2
-//       (observed up to 7.3e-3 here on 1176- and 1536-long rows).
-double tolerance(pf_precision p) {
-  switch (p) {
-    case PF_PRECISION_BF16: return 1e-2;
-    case PF_PRECISION_F16: return 3e-2;
-    default: return 1e-4;
-  }
-}
 
 class RuntimeGolden : public ::testing::TestWithParam<const char*> {};
 
@@ -67,7 +55,7 @@ TEST_P(RuntimeGolden, EveryBackendAndPathMatchesPytorchConv3d) {
           ASSERT_EQ(s->run(reinterpret_cast<const float*>(x->bytes.data()), n, y.data()), "");
           double max_err = 0;
           for (size_t i = 0; i < y.size(); ++i) max_err = std::max(max_err, std::fabs(y[i] - want[i]));
-          EXPECT_LE(max_err, tolerance(info.precision) * max_ref) << "max |err| " << max_err << " max |ref| " << max_ref;
+          EXPECT_LE(max_err, testing::max_relative_tolerance(info.precision) * max_ref) << "max |err| " << max_err << " max |ref| " << max_ref;
           ++ran;
         }
       }

@@ -5,11 +5,13 @@
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <optional>
+#include <string>
 
 namespace patchfuse {
 
 // Returns nullopt when the tool should go on, else the exit code to return from main().
 inline std::optional<int> parse_command_line(CLI::App& app, int argc, char** argv, const char* tool) {
+  app.set_version_flag("--version", std::string(tool) + " " + PATCHFUSE_VERSION);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

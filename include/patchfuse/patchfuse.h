@@ -38,12 +38,21 @@
 #define PF_API __attribute__((visibility("default")))
 #endif
 
+/* Every enum has a fixed 32-bit underlying type in C++, so any value a C caller passes (say 42 for
+ * a pf_backend) is a representable value that the library rejects with PF_INVALID_ARGUMENT, never
+ * undefined behaviour. In C the same enums are int-sized, so both see one ABI. */
+#ifdef __cplusplus
+#define PF_ENUM(name) enum name : int32_t
+#else
+#define PF_ENUM(name) enum name
+#endif
+
 #ifdef __cplusplus
 extern "C" {
 #endif
 
 /** Status of every call. Grouped by kind; pf_last_error() has the details. */
-typedef enum pf_status {
+typedef PF_ENUM(pf_status) {
   PF_OK = 0,
   PF_INVALID_ARGUMENT = 1, /**< a null pointer, N = 0, an out-of-range index or option */
   PF_INVALID_MODEL = 2,    /**< the model file breaks the format or the fusion rules */
@@ -53,28 +62,28 @@ typedef enum pf_status {
   PF_INTERNAL = 6          /**< a backend library failed unexpectedly */
 } pf_status;
 
-typedef enum pf_backend {
+typedef PF_ENUM(pf_backend) {
   PF_BACKEND_AUTO = 0,      /**< oneDNN on x86-64, XNNPACK on ARM, else reference */
   PF_BACKEND_REFERENCE = 1, /**< portable C++, always built: the oracle */
   PF_BACKEND_ONEDNN = 2,    /**< x86-64: f32, bf16 where the CPU has AVX512-BF16 */
   PF_BACKEND_XNNPACK = 3    /**< ARM and x86-64: f32, f16 where the CPU has FP16 arithmetic */
 } pf_backend;
 
-typedef enum pf_precision {
+typedef PF_ENUM(pf_precision) {
   PF_PRECISION_AUTO = 0, /**< the model's weight dtype where the backend runs it natively, else f32 */
   PF_PRECISION_F32 = 1,
   PF_PRECISION_BF16 = 2, /**< bf16 inputs and weights, f32 accumulation and output */
   PF_PRECISION_F16 = 3   /**< f16 inputs and weights; accumulation as the backend does it */
 } pf_precision;
 
-typedef enum pf_path {
+typedef PF_ENUM(pf_path) {
   PF_PATH_FUSED = 0,  /**< one GEMM over the flattened patch */
   PF_PATH_UNFUSED = 1 /**< the backend's own convolution on the original [N, C, kt, kh, kw] view */
 } pf_path;
 
-typedef enum pf_dtype { PF_DTYPE_F32 = 0, PF_DTYPE_F16 = 1, PF_DTYPE_BF16 = 2 } pf_dtype;
+typedef PF_ENUM(pf_dtype) { PF_DTYPE_F32 = 0, PF_DTYPE_F16 = 1, PF_DTYPE_BF16 = 2 } pf_dtype;
 
-typedef enum pf_layout {
+typedef PF_ENUM(pf_layout) {
   PF_LAYOUT_FUSED_LINEAR = 0, /**< weight stored as [embed_dim, patch_volume] */
   PF_LAYOUT_ORIGINAL_CONV = 1 /**< weight stored as [embed_dim, C, kt, kh, kw] */
 } pf_layout;
@@ -132,9 +141,9 @@ PF_API const char* pf_version(void);
 PF_API pf_status pf_model_open_file(const char* path, pf_model** out);
 
 /** Verifies a model held in caller memory without copying it.
- *  @param data  must stay valid and unchanged until pf_model_release (and every session
- *               created from the model is released).
- *  @return PF_OK, PF_INVALID_ARGUMENT (null), PF_INVALID_MODEL. */
+ *  @param data  8-byte aligned (malloc and mmap memory is); must stay valid and unchanged until
+ *               pf_model_release (and every session created from the model is released).
+ *  @return PF_OK, PF_INVALID_ARGUMENT (null, misaligned), PF_INVALID_MODEL. */
 PF_API pf_status pf_model_open_memory(const void* data, size_t size, pf_model** out);
 
 /** Releases a model. Sessions created from it must be released first. Null is ignored. */

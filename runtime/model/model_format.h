@@ -17,4 +17,9 @@ constexpr size_t kTensorAlignment = 64;
 // few bytes past an array (XNNPACK's XNN_EXTRA_BYTES is 16) never leaves the mapping.
 constexpr size_t kTailSlack = 64;
 
+// Where a model buffer itself must start in memory: FlatBuffers reads the file's scalars (up to
+// 64-bit) in place, and its alignment checks are relative to the buffer start. An mmap is
+// page-aligned; caller memory must be at least this.
+constexpr size_t kBufferAlignment = 8;
+
 }  // namespace patchfuse

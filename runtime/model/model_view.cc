@@ -51,6 +51,11 @@ Result<TensorView> read_tensor(const fb::Tensor* t, const std::string& origin, c
   PF_CHECK(v.name == expect_name, Code::kInvalidModel, where, ": tensor name '", v.name, "' must be '",
            expect_name, "' for this layout");
   PF_CHECK(t->shape() != nullptr, Code::kInvalidModel, where, ": tensor ", v.name, " has no shape");
+  // FlatBuffers 2.0.8's Verifier aligns a vector's length prefix to 4 bytes only, not its elements
+  // to their own size, so a corrupted file can place [long] elements off their 8-byte boundary.
+  const auto shape_at = static_cast<size_t>(reinterpret_cast<const uint8_t*>(t->shape()->data()) - base);
+  PF_CHECK(shape_at % alignof(int64_t) == 0, Code::kInvalidModel, where, ": tensor ", v.name,
+           " shape starts at offset ", shape_at, "; 64-bit elements must be 8-byte aligned");
   v.shape.assign(t->shape()->begin(), t->shape()->end());
   PF_CHECK(v.shape == expect_shape, Code::kInvalidModel, where, ": tensor ", v.name, " shape ",
            format_dims(v.shape), " must be ", format_dims(expect_shape), " by the module geometry");
@@ -126,6 +131,9 @@ Result<ModuleView> read_module(const fb::Module* m, const std::string& origin, c
 
 Result<ModelView> read_model(const uint8_t* data, size_t size, const std::string& origin) {
   PF_CHECK(data != nullptr, Code::kInvalidArgument, origin, ": model buffer is null");
+  PF_CHECK(reinterpret_cast<uintptr_t>(data) % kBufferAlignment == 0, Code::kInvalidArgument, origin,
+           ": model buffer at address ", static_cast<const void*>(data), " must be ", kBufferAlignment,
+           "-byte aligned (its 64-bit fields are read in place)");
   PF_CHECK(size >= 8, Code::kInvalidModel, origin, ": ", size, " bytes is too small to be a .pfb model");
   PF_CHECK(fb::ModelBufferHasIdentifier(data), Code::kInvalidModel, origin, ": file identifier '",
            std::string(reinterpret_cast<const char*>(data) + 4, 4), "' is not '", fb::ModelIdentifier(),
