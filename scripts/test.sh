@@ -21,6 +21,9 @@ step() {  # step NAME COMMAND...: runs and reports how long it took
 if [[ $what == all ]]; then step "install dependencies" bash scripts/install-deps.sh arm; else step "install dependencies" bash scripts/install-deps.sh; fi
 step "native: configure + build" bash -c "cmake -S . -B build -DCMAKE_BUILD_TYPE=Release && cmake --build build -j $jobs"
 step "native: ctest" ctest --test-dir build -j "$jobs" --output-on-failure --no-tests=error
+# The ISA matrix: the same suite with oneDNN capped to AVX2, so on an AVX-512/AMX machine both
+# kernel families run (OneDnnIsa asserts from the session info which one did).
+step "native: ctest, ONEDNN_MAX_CPU_ISA=AVX2" env ONEDNN_MAX_CPU_ISA=AVX2 ctest --test-dir build -j "$jobs" --output-on-failure --no-tests=error
 [[ $what == all ]] || exit 0
 
 # Cross builds: the host's flatc and the native patchfuse-convert do the host-side steps.

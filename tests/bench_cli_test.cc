@@ -48,6 +48,7 @@ TEST_F(BenchCli, JsonHasEveryFigureForEveryConfiguration) {
     ASSERT_FALSE(res.contains("error")) << res.dump();
     EXPECT_EQ(res["backend"], "reference");
     EXPECT_EQ(res["precision"], "f32");
+    EXPECT_EQ(res["isa"], "") << "the reference backend names no ISA; oneDNN's is tested in OneDnnIsa";
     EXPECT_EQ(res["timed_runs"], 3);
     const auto& l = res["latency_ms"];
     EXPECT_LE(l["min"].get<double>(), l["p50"].get<double>());

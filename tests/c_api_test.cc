@@ -56,6 +56,8 @@ TEST(CApi, OpenFileListAndRun) {
   EXPECT_NE(si.precision, PF_PRECISION_AUTO);
   EXPECT_EQ(si.path, PF_PATH_FUSED);
   EXPECT_GT(std::strlen(si.detail), 0u);
+  ASSERT_NE(si.isa, nullptr);  // oneDNN names its ISA (OneDnnIsa tests which); others say ""
+  EXPECT_EQ(si.backend == PF_BACKEND_ONEDNN, std::strlen(si.isa) > 0) << si.isa;
   const std::vector<float> x = testing::random_floats(3 * 1176, 1);
   std::vector<float> y(3 * 16);
   EXPECT_EQ(pf_session_run(session, x.data(), 3, y.data()), PF_OK) << pf_last_error();

@@ -255,6 +255,7 @@ int main(int argc, char** argv) {
             j["precision"] = patchfuse::precision_text(si.precision);
             j["threads"] = si.threads;
             j["kernel"] = si.detail;
+            j["isa"] = si.isa;
             if (si.note[0] != '\0') j["note"] = si.note;
             j["init_ms"] = m[p].init_ms;
             j["first_run_ms"] = m[p].first_ms;

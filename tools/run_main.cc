@@ -82,9 +82,9 @@ int main(int argc, char** argv) {
   if (!written.ok()) return fail(written.error().message);
 
   const pf_session_info si = session->info();
-  std::printf("%s: module %s, backend %s [%s], precision %s, %s path, %d thread%s\n", model_path.c_str(), info.path,
-              pf_backend_name(si.backend), si.detail, patchfuse::precision_text(si.precision), no_fuse ? "unfused" : "fused",
-              si.threads, si.threads == 1 ? "" : "s");
+  std::printf("%s: module %s, backend %s [%s%s%s], precision %s, %s path, %d thread%s\n", model_path.c_str(), info.path,
+              pf_backend_name(si.backend), si.detail, si.isa[0] ? ", isa " : "", si.isa, patchfuse::precision_text(si.precision),
+              no_fuse ? "unfused" : "fused", si.threads, si.threads == 1 ? "" : "s");
   if (si.note[0] != '\0') std::printf("note: %s\n", si.note);
   std::printf("wrote %s: float32 [%zu, %d] in %.3f ms (first run, includes one-time primitive setup)\n",
               output_path.c_str(), n, info.embed_dim, ms);

@@ -120,6 +120,10 @@ typedef struct pf_session_info {
   int32_t threads;
   const char* detail; /**< backend and kernel, e.g. "oneDNN 2.6.3 matmul brg:avx512_core_bf16" */
   const char* note;   /**< why precision differs from the model dtype, or "" */
+  const char* isa;    /**< instruction set the library dispatched to, in its own words (oneDNN:
+                           "avx2", "avx512_core_bf16", "avx512_core_amx", ...; capped by
+                           ONEDNN_MAX_CPU_ISA), or "" where the library does not say (reference,
+                           XNNPACK) */
 } pf_session_info;
 
 /** Message for the last failed call on this thread ("" if none). Valid until the next call on

@@ -277,6 +277,7 @@ pf_status pf_session_get_info(const pf_session* session, pf_session_info* out) {
   out->threads = s.threads();
   out->detail = s.detail().c_str();
   out->note = s.note().c_str();
+  out->isa = s.isa().c_str();
   return PF_OK;
 }
 

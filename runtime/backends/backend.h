@@ -37,6 +37,9 @@ class Kernel {
   // a kernel whose library may over-read must stage the bytes it cannot read in place.
   virtual Status run(const float* input, size_t n, float* output) = 0;
   virtual std::string detail() const = 0;  // library and kernel, for the session info
+  // The instruction set the library dispatched to, in its own words ("avx512_core_bf16"), or ""
+  // where the library does not say which it chose.
+  virtual std::string isa() const = 0;
   virtual int threads() const = 0;         // threads actually used
 };
 

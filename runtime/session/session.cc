@@ -69,6 +69,7 @@ Result<std::unique_ptr<Session>> Session::create(const ModuleView& module, const
     return make_error(Code::kOutOfMemory, cat("backend ", b.name, ": out of memory packing module ", module.path));
   }
   s->detail_ = s->kernel_->detail();
+  s->isa_ = s->kernel_->isa();
   return s;
 }
 

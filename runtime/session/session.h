@@ -31,6 +31,7 @@ class Session {
   bool fused() const { return fused_; }
   int threads() const { return kernel_->threads(); }
   const std::string& detail() const { return detail_; }
+  const std::string& isa() const { return isa_; }
   const std::string& note() const { return note_; }
   const ModuleView& module() const { return *module_; }
 
@@ -41,7 +42,7 @@ class Session {
   Precision precision_ = Precision::kF32;
   bool fused_ = true;
   std::unique_ptr<Kernel> kernel_;
-  std::string detail_, note_;
+  std::string detail_, isa_, note_;
 };
 
 }  // namespace patchfuse

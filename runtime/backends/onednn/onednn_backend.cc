@@ -27,6 +27,24 @@ bool cpu_has_bf16() {
   return (isa & dnnl_cpu_isa_avx512_core_bf16) == dnnl_cpu_isa_avx512_core_bf16;
 }
 
+// oneDNN's own names for its ISA levels (ONEDNN_MAX_CPU_ISA takes them in upper case).
+const char* isa_name(dnnl::cpu_isa isa) {
+  switch (isa) {
+    case dnnl::cpu_isa::all: return "all";
+    case dnnl::cpu_isa::sse41: return "sse41";
+    case dnnl::cpu_isa::avx: return "avx";
+    case dnnl::cpu_isa::avx2: return "avx2";
+    case dnnl::cpu_isa::avx512_mic: return "avx512_mic";
+    case dnnl::cpu_isa::avx512_mic_4ops: return "avx512_mic_4ops";
+    case dnnl::cpu_isa::avx512_core: return "avx512_core";
+    case dnnl::cpu_isa::avx512_core_vnni: return "avx512_core_vnni";
+    case dnnl::cpu_isa::avx512_core_bf16: return "avx512_core_bf16";
+    case dnnl::cpu_isa::avx512_core_amx: return "avx512_core_amx";
+    case dnnl::cpu_isa::avx2_vnni: return "avx2_vnni";
+  }
+  return "unknown";
+}
+
 std::string version_string() {
   const dnnl_version_t* v = dnnl_version();
   return cat("oneDNN ", v->major, ".", v->minor, ".", v->patch);
@@ -63,6 +81,7 @@ class OneDnnKernel final : public Kernel {
   }
 
   std::string detail() const override { return detail_; }
+  std::string isa() const override { return isa_name(dnnl::get_effective_cpu_isa()); }
   int threads() const override { return threads_; }
 
  private:

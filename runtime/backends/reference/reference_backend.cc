@@ -25,6 +25,7 @@ class ReferenceKernel final : public Kernel {
     }
     return {};
   }
+  std::string isa() const override { return ""; }  // whatever the compiler targeted
   std::string detail() const override {
     return fused_ ? "reference GEMM (f32 accumulate)" : "reference direct Conv3d (f32 accumulate)";
   }

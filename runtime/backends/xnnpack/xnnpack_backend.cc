@@ -118,6 +118,7 @@ class XnnpackKernel final : public Kernel {
     return {};
   }
 
+  std::string isa() const override { return ""; }  // XNNPACK 2022 does not report its microkernel choice
   std::string detail() const override {
     return fused_ ? cat("XNNPACK fully-connected ", f16_ ? "f16" : "f32")
                   : "XNNPACK convolution2d NHWC f32 (kt folded into channels)";
