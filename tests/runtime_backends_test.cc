@@ -8,7 +8,6 @@
 
 #include <cmath>
 #include <cstring>
-#include <thread>
 
 #include "patchfuse/patchfuse.hpp"
 #include "tests/support/model_builder.h"
@@ -202,45 +201,6 @@ TEST_P(Backends, RepeatedBatchSizesGiveIdenticalResults) {
 }
 
 INSTANTIATE_TEST_SUITE_P(AllCombinations, Backends, ::testing::ValuesIn(all_combos()), combo_name);
-
-// Several sessions on one model, on several threads at once, give the same bits as one session
-// alone. Sessions are per thread; the model is shared.
-TEST(RuntimeThreads, SessionsOnSeveralThreadsShareOneModel) {
-  const Built& b = built(geometries()[0]);
-  auto model = Model::open_memory(b.bytes.data(), b.bytes.size());
-  ASSERT_TRUE(model);
-  const size_t n = 64, k = static_cast<size_t>(b.view.patch_volume), out = static_cast<size_t>(b.view.geometry.embed_dim);
-  const std::vector<float> x = testing::random_floats(n * k, 11);
-  for (pf_backend backend : {PF_BACKEND_REFERENCE, PF_BACKEND_ONEDNN, PF_BACKEND_XNNPACK}) {
-    if (!pf_backend_available(backend)) continue;
-    SCOPED_TRACE(pf_backend_name(backend));
-    pf_session_options o = default_options();
-    o.backend = backend;
-    auto solo = Session::create(*model, 0, o);
-    ASSERT_TRUE(solo) << solo.error();
-    std::vector<float> want(n * out);
-    ASSERT_EQ(solo->run(x.data(), n, want.data()), "");
-    constexpr int kThreads = 4;
-    std::vector<std::vector<float>> got(kThreads, std::vector<float>(n * out));
-    std::vector<std::string> errors(kThreads);
-    std::vector<std::thread> threads;
-    for (int t = 0; t < kThreads; ++t) {
-      threads.emplace_back([&, t] {
-        auto s = Session::create(*model, 0, o);
-        if (!s) {
-          errors[t] = s.error();
-          return;
-        }
-        for (int rep = 0; rep < 10 && errors[t].empty(); ++rep) errors[t] = s->run(x.data(), n, got[t].data());
-      });
-    }
-    for (std::thread& th : threads) th.join();
-    for (int t = 0; t < kThreads; ++t) {
-      EXPECT_EQ(errors[t], "");
-      EXPECT_EQ(got[t], want) << "thread " << t;
-    }
-  }
-}
 
 // The unfused path (the backend's convolution) agrees with the fused path (its GEMM).
 TEST(RuntimePaths, UnfusedAgreesWithFused) {

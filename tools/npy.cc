@@ -1,5 +1,7 @@
 #include "tools/npy.h"
 
+#include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <regex>
@@ -64,14 +66,18 @@ Result<NpyArray> read_npy(const std::string& path) {
   while (std::getline(dims, item, ',')) {
     item = std::regex_replace(item, std::regex(R"(^\s+|\s+$)"), "");
     if (item.empty()) continue;
-    PF_CHECK(std::regex_match(item, std::regex(R"(\d{1,15})")), Code::kInvalidArgument, path, ": shape entry '",
-             item, "' is not a non-negative integer");
-    a.shape.push_back(std::stoll(item));
+    PF_CHECK(std::regex_match(item, std::regex(R"(\d+)")), Code::kInvalidArgument, path, ": shape entry '", item,
+             "' is not a non-negative integer");
+    errno = 0;
+    const unsigned long long d = std::strtoull(item.c_str(), nullptr, 10);
+    PF_CHECK(errno == 0 && d <= static_cast<unsigned long long>(INT64_MAX), Code::kInvalidArgument, path,
+             ": shape entry ", item, " exceeds 2^63 - 1");
+    a.shape.push_back(static_cast<int64_t>(d));
   }
   const size_t elem = a.descr == "<f4" ? 4 : 8;
   const auto want = checked_mul(checked_product(a.shape).value_or(UINT64_MAX), elem);
   PF_CHECK(want && *want == f.size() - data_start, Code::kInvalidArgument, path, ": shape ", format_dims(a.shape),
-           " x ", elem, " bytes needs ", want ? cat(*want) : std::string("too many"), " bytes of data but the file has ",
+           " x ", elem, " bytes needs ", want ? cat(*want) : std::string("more than 2^64"), " bytes of data but the file has ",
            f.size() - data_start);
   a.bytes.assign(f.begin() + static_cast<std::ptrdiff_t>(data_start), f.end());
   return a;

@@ -1,11 +1,13 @@
 #include "tests/support/test_util.h"
 
 #include <dirent.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
@@ -59,9 +61,22 @@ std::vector<std::string> list_dir(const std::string& dir) {
 CommandResult run_command(const std::string& command) {
   TempDir io;
   const std::string full = command + " >'" + (io / "out") + "' 2>'" + (io / "err") + "' </dev/null";
-  const int status = std::system(full.c_str());
+  // fork + wait4 rather than std::system: wait4 reports this command's own peak RSS (the shell's
+  // and its reaped children's), where getrusage(RUSAGE_CHILDREN) would mix in earlier commands.
+  const pid_t pid = ::fork();
+  if (pid < 0) throw std::runtime_error("fork failed for " + command);
+  if (pid == 0) {
+    ::execl("/bin/sh", "sh", "-c", full.c_str(), static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  int status = 0;
+  rusage usage{};
+  while (::wait4(pid, &status, 0, &usage) < 0) {
+    if (errno != EINTR) throw std::runtime_error("wait4 failed for " + command);
+  }
   CommandResult r;
   r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  r.peak_rss_mb = usage.ru_maxrss / 1024.0;  // KiB on Linux
   auto slurp = [](const std::string& p) {
     std::ifstream in(p);
     std::stringstream ss;

@@ -32,8 +32,17 @@ struct CommandResult {
   int exit_code;
   std::string out;  // stdout
   std::string err;  // stderr
+  double peak_rss_mb;  // largest resident set of the command and anything it started
 };
 // Runs `command` through /bin/sh; arguments must already be quoted.
 CommandResult run_command(const std::string& command);
+
+// Sanitizer runtimes add shadow memory and quarantines, so peak-memory bounds hold only in
+// ordinary builds (PATCHFUSE_SANITIZE in CMake defines PATCHFUSE_SANITIZED).
+#ifdef PATCHFUSE_SANITIZED
+constexpr bool kSanitized = true;
+#else
+constexpr bool kSanitized = false;
+#endif
 
 }  // namespace patchfuse::testing
