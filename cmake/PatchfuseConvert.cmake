@@ -26,8 +26,10 @@ function(patchfuse_convert)
     set(tool_dep patchfuse-convert)
   endif()
   file(GLOB inputs "${PF_INPUT}/*.json" "${PF_INPUT}/*.safetensors")
+  get_filename_component(out_dir "${PF_OUTPUT}" DIRECTORY)
   add_custom_command(
     OUTPUT "${PF_OUTPUT}"
+    COMMAND ${CMAKE_COMMAND} -E make_directory "${out_dir}"
     COMMAND "${tool}" convert "${PF_INPUT}" -o "${PF_OUTPUT}" ${PF_ARGS}
     DEPENDS ${tool_dep} ${inputs} ${PF_INPUT} ${PF_DEPENDS}
     COMMENT "patchfuse-convert (host): ${PF_INPUT} -> ${PF_OUTPUT}"

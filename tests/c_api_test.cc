@@ -194,6 +194,18 @@ TEST(CApi, BadArguments) {
   EXPECT_STREQ(pf_backend_name(PF_BACKEND_XNNPACK), "xnnpack");
 }
 
+// The header asks for 8-byte-aligned caller memory; anything else is a bad argument, not a model
+// read with misaligned loads.
+TEST(CApi, MisalignedMemoryIsAnInvalidArgument) {
+  const auto good = small_model();
+  std::vector<uint8_t> shifted(good.size() + 8);
+  std::memcpy(shifted.data() + 4, good.data(), good.size());
+  pf_model* model = nullptr;
+  EXPECT_EQ(pf_model_open_memory(shifted.data() + 4, good.size(), &model), PF_INVALID_ARGUMENT);
+  EXPECT_EQ(model, nullptr);
+  EXPECT_NE(std::string(pf_last_error()).find("must be 8-byte aligned"), std::string::npos) << pf_last_error();
+}
+
 TEST(CApi, BadModelsGiveInvalidModel) {
   const auto good = small_model();
   pf_model* model = nullptr;

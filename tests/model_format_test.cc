@@ -2,6 +2,7 @@
 // corrupted or inconsistent file is refused with a message instead of crashing.
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <random>
 
 #include "converter/model_writer.h"
@@ -93,6 +94,34 @@ TEST(ModelFormat, EveryTruncationIsRefused) {
     std::vector<uint8_t> cut(bytes.begin(), bytes.begin() + static_cast<std::ptrdiff_t>(keep));
     EXPECT_NE(read_error(cut), "(accepted)") << "kept " << keep << " of " << bytes.size();
   }
+}
+
+// FlatBuffers 2.0.8's Verifier aligns a vector's length prefix to 4 bytes only. Pointing the
+// weight's shape field 4 bytes further makes a [long] vector whose elements sit off their 8-byte
+// boundary (found by UBSan in BitFlipsNeverCrash: a misaligned 64-bit load); the reader must
+// refuse it before reading a dimension.
+TEST(ModelFormat, MisalignedShapeVectorIsRefused) {
+  std::vector<uint8_t> bytes = build({qwen_module(Layout::kFusedLinear, false)});
+  const fb::Tensor* weight = fb::GetModel(bytes.data())->modules()->Get(0)->weight();
+  const size_t field = static_cast<size_t>(reinterpret_cast<const uint8_t*>(weight) - bytes.data()) +
+                       reinterpret_cast<const flatbuffers::Table*>(weight)->GetOptionalFieldOffset(fb::Tensor::VT_SHAPE);
+  uint32_t offset = 0;
+  std::memcpy(&offset, bytes.data() + field, 4);
+  offset += 4;
+  std::memcpy(bytes.data() + field, &offset, 4);
+  EXPECT_NE(read_error(bytes).find("shape starts at offset"), std::string::npos) << read_error(bytes);
+  EXPECT_NE(read_error(bytes).find("64-bit elements must be 8-byte aligned"), std::string::npos);
+}
+
+// Caller memory must be 8-byte aligned for the same reason; an odd address is refused up front.
+TEST(ModelFormat, MisalignedBufferIsRefused) {
+  const std::vector<uint8_t> good = build({qwen_module(Layout::kFusedLinear, false)});
+  std::vector<uint8_t> shifted(good.size() + 8);
+  uint8_t* at = shifted.data() + 1;
+  std::memcpy(at, good.data(), good.size());
+  auto r = read_model(at, good.size(), "m.pfb");
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().message.find("must be 8-byte aligned"), std::string::npos) << r.error().message;
 }
 
 TEST(ModelFormat, BitFlipsNeverCrash) {

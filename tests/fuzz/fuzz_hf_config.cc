@@ -1,0 +1,18 @@
+// libFuzzer target: config.json, through to the conv geometry the converter would use for a
+// Qwen2-VL-shaped weight [1280, 3, 2, 14, 14]: the vision config's location and fields, the
+// cross-check against the weight, the architecture table, and the fusion rules on the result.
+#include "converter/geometry.h"
+#include "converter/hf_config.h"
+#include "tests/fuzz/fuzz_input_file.h"
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  const std::string path = patchfuse::fuzz::write_input("config.json", data, size);
+  auto config = patchfuse::load_vision_config(path);
+  if (!config.ok()) return 0;
+  const patchfuse::FusionFamily* family = patchfuse::find_family("patch_embeddings");
+  if (family == nullptr) __builtin_trap();
+  auto g = patchfuse::resolve_geometry(*family, "visual.patch_embed", "visual.patch_embed.proj.weight",
+                                       {1280, 3, 2, 14, 14}, *config, std::nullopt);
+  if (g.ok()) (void)patchfuse::check_eligible(*family, "visual.patch_embed", *g);
+  return 0;
+}

@@ -1,0 +1,40 @@
+// libFuzzer target: a .pfb model given to pf_model_open_memory, and for every module it accepts,
+// a session on each backend built here, both paths, run on two rows. A model that passes
+// verification must never make a backend read outside it.
+#include <cstring>
+#include <vector>
+
+#include "patchfuse/patchfuse.h"
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  // An exact-size copy at malloc's alignment: the contract asks for 8-byte-aligned memory, and
+  // AddressSanitizer then catches any read past the end.
+  std::vector<uint8_t> bytes(data, data + size);
+  pf_model* model = nullptr;
+  if (pf_model_open_memory(bytes.data(), bytes.size(), &model) != PF_OK) return 0;
+  size_t count = 0;
+  if (pf_model_module_count(model, &count) != PF_OK) __builtin_trap();
+  for (size_t i = 0; i < count; ++i) {
+    pf_module_info info;
+    if (pf_model_get_module(model, i, &info) != PF_OK) __builtin_trap();
+    if (!info.eligible) continue;
+    const size_t n = 2;
+    std::vector<float> x(n * static_cast<size_t>(info.patch_volume), 0.5f);
+    std::vector<float> y(n * static_cast<size_t>(info.embed_dim));
+    for (pf_backend b : {PF_BACKEND_REFERENCE, PF_BACKEND_XNNPACK, PF_BACKEND_ONEDNN}) {
+      if (!pf_backend_available(b)) continue;
+      for (pf_path path : {PF_PATH_FUSED, PF_PATH_UNFUSED}) {
+        pf_session_options o;
+        pf_session_options_init(&o);
+        o.backend = b;
+        o.path = path;
+        pf_session* s = nullptr;
+        if (pf_session_create(model, i, &o, &s) != PF_OK) continue;
+        if (pf_session_run(s, x.data(), n, y.data()) != PF_OK) __builtin_trap();
+        pf_session_release(s);
+      }
+    }
+  }
+  pf_model_release(model);
+  return 0;
+}
