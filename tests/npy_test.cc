@@ -66,5 +66,26 @@ TEST(Npy, Errors) {
   EXPECT_FALSE(read_npy(dir / "missing.npy").ok());
 }
 
+// Long headers: the old std::regex parse recursed per character and overflowed the stack on a
+// 60 kB 'descr' (that file is tests/fuzz/regressions/fuzz_npy/, replayed by FuzzReplay.fuzz_npy).
+TEST(Npy, LongHeadersAreParsedOrRefusedWithoutCrashing) {
+  TempDir dir;
+  auto v2 = [](const std::string& header) {
+    std::string f("\x93NUMPY\x02\x00", 8);
+    for (int i = 0; i < 4; ++i) f += static_cast<char>((header.size() + 1) >> (8 * i));
+    f += header + "\n";
+    return std::vector<uint8_t>(f.begin(), f.end());
+  };
+  EXPECT_NE(error_of(dir, v2("{'descr': '" + std::string(60000, 'a') + "', 'fortran_order': False, 'shape': (), }"))
+                .find("is not float32"),
+            std::string::npos);
+  const std::string padded_shape = "{'descr': '<f8', 'fortran_order': False, 'shape': (" + std::string(60000, ' ') + "), }";
+  std::vector<uint8_t> ok = v2(padded_shape);
+  ok.resize(ok.size() + 8, 0);  // one float64 for shape ()
+  EXPECT_EQ(error_of(dir, ok), "(accepted)");
+  EXPECT_NE(error_of(dir, v2("{'descr': '<f4', " + std::string(70000, ' ') + "}")).find("exceeds 65536 bytes"),
+            std::string::npos);
+}
+
 }  // namespace
 }  // namespace patchfuse

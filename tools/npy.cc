@@ -4,8 +4,6 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
-#include <regex>
-#include <sstream>
 
 #include "runtime/core/output_file.h"
 #include "runtime/core/checked_math.h"
@@ -29,57 +27,106 @@ std::vector<double> NpyArray::to_double() const {
   return out;
 }
 
-Result<NpyArray> read_npy(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  PF_CHECK(in, Code::kIoError, path, ": cannot open");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  const std::string f = ss.str();
-  PF_CHECK(f.size() >= 10 && f.compare(0, 6, "\x93NUMPY") == 0, Code::kInvalidArgument, path,
-           ": not a .npy file (missing the \\x93NUMPY magic)");
-  const int major = static_cast<uint8_t>(f[6]);
-  PF_CHECK(major >= 1 && major <= 3, Code::kInvalidArgument, path, ": .npy format version ", major,
-           " is not 1, 2 or 3");
-  const size_t len_bytes = major == 1 ? 2 : 4;
-  PF_CHECK(f.size() >= 8 + len_bytes, Code::kInvalidArgument, path, ": truncated .npy header");
-  size_t header_len = 0;
-  for (size_t i = 0; i < len_bytes; ++i) header_len |= size_t{static_cast<uint8_t>(f[8 + i])} << (8 * i);
-  const size_t data_start = 8 + len_bytes + header_len;
-  PF_CHECK(data_start <= f.size(), Code::kInvalidArgument, path, ": header length ", header_len,
-           " runs past the end of the file");
-  const std::string header = f.substr(8 + len_bytes, header_len);
+namespace {
 
-  std::smatch m;
-  PF_CHECK(std::regex_search(header, m, std::regex(R"('descr'\s*:\s*'([^']*)')")), Code::kInvalidArgument, path,
-           ": header has no 'descr'");
-  NpyArray a;
-  a.descr = m[1];
-  PF_CHECK(a.descr == "<f4" || a.descr == "<f8", Code::kInvalidArgument, path, ": dtype '", a.descr,
+// NumPy's own reader refuses headers over 10,000 bytes by default; ours are a few dozen.
+constexpr size_t kMaxHeaderBytes = 65536;
+
+bool is_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
+
+// Where the value of 'key' starts in the header dict ("{'descr': '<f4', ...}"), or npos. A plain
+// scan, not std::regex: libstdc++'s regex recurses per character and overflows the stack on a
+// long header (a 60 kB 'descr' crashed it).
+size_t value_of(const std::string& h, const std::string& key) {
+  size_t at = h.find("'" + key + "'");
+  if (at == std::string::npos) return at;
+  at += key.size() + 2;
+  while (at < h.size() && is_space(h[at])) ++at;
+  if (at >= h.size() || h[at] != ':') return std::string::npos;
+  ++at;
+  while (at < h.size() && is_space(h[at])) ++at;
+  return at;
+}
+
+Status parse_header(const std::string& path, const std::string& h, NpyArray& a) {
+  size_t at = value_of(h, "descr");
+  PF_CHECK(at != std::string::npos && at < h.size() && h[at] == '\'', Code::kInvalidArgument, path,
+           ": header has no 'descr' string");
+  const size_t close = h.find('\'', at + 1);
+  PF_CHECK(close != std::string::npos, Code::kInvalidArgument, path, ": header's 'descr' string is not closed");
+  a.descr = h.substr(at + 1, close - at - 1);
+  PF_CHECK(a.descr == "<f4" || a.descr == "<f8", Code::kInvalidArgument, path, ": dtype '", a.descr.substr(0, 32),
            "' is not float32 ('<f4') or float64 ('<f8')");
-  PF_CHECK(std::regex_search(header, m, std::regex(R"('fortran_order'\s*:\s*(True|False))")), Code::kInvalidArgument,
-           path, ": header has no 'fortran_order'");
-  PF_CHECK(m[1] == "False", Code::kInvalidArgument, path, ": fortran_order is True; arrays must be C order");
-  PF_CHECK(std::regex_search(header, m, std::regex(R"('shape'\s*:\s*\(([^)]*)\))")), Code::kInvalidArgument, path,
-           ": header has no 'shape'");
-  std::stringstream dims(m[1].str());
+
+  at = value_of(h, "fortran_order");
+  PF_CHECK(at != std::string::npos && (h.compare(at, 4, "True") == 0 || h.compare(at, 5, "False") == 0),
+           Code::kInvalidArgument, path, ": header has no 'fortran_order': True or False");
+  PF_CHECK(h.compare(at, 5, "False") == 0, Code::kInvalidArgument, path, ": fortran_order is True; arrays must be C order");
+
+  at = value_of(h, "shape");
+  PF_CHECK(at != std::string::npos && at < h.size() && h[at] == '(', Code::kInvalidArgument, path,
+           ": header has no 'shape' tuple");
+  const size_t end = h.find(')', at);
+  PF_CHECK(end != std::string::npos, Code::kInvalidArgument, path, ": header's 'shape' tuple is not closed");
   std::string item;
-  while (std::getline(dims, item, ',')) {
-    item = std::regex_replace(item, std::regex(R"(^\s+|\s+$)"), "");
-    if (item.empty()) continue;
-    PF_CHECK(std::regex_match(item, std::regex(R"(\d+)")), Code::kInvalidArgument, path, ": shape entry '", item,
-             "' is not a non-negative integer");
+  for (size_t i = at + 1; i <= end; ++i) {
+    if (i < end && h[i] != ',') {
+      if (!is_space(h[i])) item += h[i];
+      continue;
+    }
+    if (item.empty()) continue;  // "(n,)" and "()"
+    PF_CHECK(item.size() <= 20 && item.find_first_not_of("0123456789") == std::string::npos, Code::kInvalidArgument,
+             path, ": shape entry '", item.substr(0, 32), "' is not a non-negative integer");
     errno = 0;
     const unsigned long long d = std::strtoull(item.c_str(), nullptr, 10);
     PF_CHECK(errno == 0 && d <= static_cast<unsigned long long>(INT64_MAX), Code::kInvalidArgument, path,
              ": shape entry ", item, " exceeds 2^63 - 1");
     a.shape.push_back(static_cast<int64_t>(d));
+    item.clear();
   }
+  return {};
+}
+
+}  // namespace
+
+// Reads the header first and checks the data size it implies against the file's size, so a
+// header that claims more than the file holds never causes an allocation of that size.
+Result<NpyArray> read_npy(const std::string& path) {
+  std::ifstream in(path, std::ios::binary | std::ios::ate);
+  PF_CHECK(in, Code::kIoError, path, ": cannot open");
+  const auto file_size = static_cast<uint64_t>(in.tellg());
+  in.seekg(0);
+  char pre[12] = {};
+  in.read(pre, 10);
+  PF_CHECK(in && std::memcmp(pre, "\x93NUMPY", 6) == 0, Code::kInvalidArgument, path,
+           ": not a .npy file (missing the \\x93NUMPY magic)");
+  const int major = static_cast<uint8_t>(pre[6]);
+  PF_CHECK(major >= 1 && major <= 3, Code::kInvalidArgument, path, ": .npy format version ", major,
+           " is not 1, 2 or 3");
+  const size_t len_bytes = major == 1 ? 2 : 4;
+  if (len_bytes == 4) in.read(pre + 10, 2);
+  PF_CHECK(in, Code::kInvalidArgument, path, ": truncated .npy header");
+  size_t header_len = 0;
+  for (size_t i = 0; i < len_bytes; ++i) header_len |= size_t{static_cast<uint8_t>(pre[8 + i])} << (8 * i);
+  PF_CHECK(header_len <= kMaxHeaderBytes, Code::kInvalidArgument, path, ": header length ", header_len,
+           " exceeds ", kMaxHeaderBytes, " bytes");
+  const uint64_t data_start = 8 + len_bytes + header_len;
+  PF_CHECK(data_start <= file_size, Code::kInvalidArgument, path, ": header length ", header_len,
+           " runs past the end of the file");
+  std::string header(header_len, '\0');
+  in.read(header.data(), static_cast<std::streamsize>(header_len));
+  PF_CHECK(in, Code::kIoError, path, ": cannot read the header");
+
+  NpyArray a;
+  PF_RETURN_IF_ERROR(parse_header(path, header, a));
   const size_t elem = a.descr == "<f4" ? 4 : 8;
   const auto want = checked_mul(checked_product(a.shape).value_or(UINT64_MAX), elem);
-  PF_CHECK(want && *want == f.size() - data_start, Code::kInvalidArgument, path, ": shape ", format_dims(a.shape),
-           " x ", elem, " bytes needs ", want ? cat(*want) : std::string("more than 2^64"), " bytes of data but the file has ",
-           f.size() - data_start);
-  a.bytes.assign(f.begin() + static_cast<std::ptrdiff_t>(data_start), f.end());
+  PF_CHECK(want && *want == file_size - data_start, Code::kInvalidArgument, path, ": shape ", format_dims(a.shape),
+           " x ", elem, " bytes needs ", want ? cat(*want) : std::string("more than 2^64"),
+           " bytes of data but the file has ", file_size - data_start);
+  a.bytes.resize(*want);
+  in.read(reinterpret_cast<char*>(a.bytes.data()), static_cast<std::streamsize>(*want));
+  PF_CHECK(in || *want == 0, Code::kIoError, path, ": cannot read ", *want, " bytes of data");
   return a;
 }
 
