@@ -3,7 +3,9 @@
 # already present are left alone, and `apt-get update` runs only when something is missing.
 #   scripts/install-deps.sh            native build + tests
 #   scripts/install-deps.sh arm        also the ARM cross compilers and qemu-user (ARM builds and tests)
+#   scripts/install-deps.sh sanitize   also clang 14 with libFuzzer and the sanitizer runtimes
 #   scripts/install-deps.sh fixtures   also PyTorch + NumPy, to regenerate tests/fixtures/golden
+# Several sets may be named at once: scripts/install-deps.sh arm sanitize
 set -euo pipefail
 
 packages=(
@@ -14,12 +16,14 @@ packages=(
   libdnnl-dev                               # x86-64 backend
   libxnnpack-dev libpthreadpool-dev libcpuinfo-dev   # ARM (and x86-64) backend
 )
-case "${1:-}" in
-  "") ;;
-  arm) packages+=(g++-aarch64-linux-gnu g++-arm-linux-gnueabihf qemu-user file) ;;
-  fixtures) packages+=(python3-torch python3-numpy) ;;
-  *) echo "usage: scripts/install-deps.sh [arm|fixtures]" >&2; exit 2 ;;
-esac
+for set in "$@"; do
+  case "$set" in
+    arm) packages+=(g++-aarch64-linux-gnu g++-arm-linux-gnueabihf qemu-user file) ;;
+    sanitize) packages+=(clang-14 libclang-rt-14-dev) ;;  # GCC's libasan/libubsan/libtsan come with g++
+    fixtures) packages+=(python3-torch python3-numpy) ;;
+    *) echo "usage: scripts/install-deps.sh [arm] [sanitize] [fixtures]" >&2; exit 2 ;;
+  esac
+done
 
 missing=()
 for p in "${packages[@]}"; do
