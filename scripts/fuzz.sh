@@ -14,7 +14,7 @@ dir=build-fuzz
 CC=clang-14 CXX=clang++-14 cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPATCHFUSE_BUILD_TESTS=OFF \
     -DPATCHFUSE_BUILD_FUZZERS=ON -DPATCHFUSE_SANITIZE=address,undefined > /dev/null
 targets=$(cut -d'|' -f1 "$dir/tests/fuzz/fuzzers.txt" | tr '\n' ' ')
-cmake --build "$dir" -j "$(nproc)" --target $targets
+cmake --build "$dir" -j "$(nproc)" --target $targets > "$dir/build.log" 2>&1 || { tail -n 50 "$dir/build.log"; exit 1; }
 
 status=0
 while IFS='|' read -r target dict seeds; do
