@@ -1,9 +1,11 @@
 #include "converter/convert.h"
 
+#include <fstream>
 #include <set>
 
 #include "converter/checkpoint.h"
 #include "converter/model_writer.h"
+#include "converter/preprocessor_config.h"
 #include "runtime/core/output_file.h"
 
 namespace patchfuse {
@@ -41,8 +43,22 @@ Result<ConvertReport> convert_checkpoint(const ConvertOptions& o) {
   PF_RETURN_IF_ERROR(check_not_an_input(o.output, ckpt.files()));
   PF_ASSIGN_OR_RETURN(VisionConfig config, load_vision_config(ckpt.config_path()));
   const Architecture* arch = find_architecture(config.model_type);
-
   ConvertReport report;
+  std::optional<Preprocessing> preprocessing;
+  std::string preprocessor_path = o.preprocessor;
+  if (preprocessor_path.empty()) {
+    const std::string& c = ckpt.config_path();
+    const size_t slash = c.find_last_of('/');
+    const std::string beside = (slash == std::string::npos ? std::string() : c.substr(0, slash + 1)) + "preprocessor_config.json";
+    if (std::ifstream(beside)) preprocessor_path = beside;
+  }
+  if (preprocessor_path.empty()) {
+    report.notes.push_back("no preprocessor_config.json beside " + ckpt.config_path() +
+                           ": the model takes pixel_values only (pass --preprocessor FILE for frames)");
+  } else {
+    PF_ASSIGN_OR_RETURN(preprocessing, load_preprocessor_config(preprocessor_path, config.model_type));
+  }
+
   std::vector<ModuleRecord> modules;
   std::set<std::string> claimed;  // a module belongs to the first family, in config order, that matches it
   size_t candidates = 0;
@@ -69,6 +85,10 @@ Result<ConvertReport> convert_checkpoint(const ConvertOptions& o) {
       m.family = &family;
       m.layout = step.enabled ? Layout::kFusedLinear : Layout::kOriginalConv;
       m.geometry = g;
+      if (preprocessing) {
+        PF_RETURN_IF_ERROR(check_preprocessing(*preprocessing, g, cat(preprocessor_path, " vs ", name, " ", format_dims(w.entry->shape))));
+        m.preprocessing = preprocessing;
+      }
       const std::string original_class = arch ? std::string(arch->patch_embed_class) : std::string();
       m.class_name = step.enabled ? fused_class_name(original_class) : original_class;
       const bool fused = m.layout == Layout::kFusedLinear;

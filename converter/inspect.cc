@@ -31,6 +31,15 @@ ojson tensor_json(const TensorView& t, const uint8_t* base) {
           {"offset", static_cast<size_t>(t.data - base)}};
 }
 
+ojson preprocessing_json(const std::optional<Preprocessing>& p) {
+  if (!p) return nullptr;
+  return {{"image_mean", p->mean},        {"image_std", p->std},
+          {"rescale_factor", p->rescale_factor}, {"patch_size", p->patch_size},
+          {"temporal_patch_size", p->temporal_patch_size}, {"merge_size", p->merge_size},
+          {"min_pixels", p->min_pixels},  {"max_pixels", p->max_pixels},
+          {"smart_resize", resize_variant_name(p->resize)}};
+}
+
 std::string dims_list(const std::vector<int64_t>& d) {
   std::string s = "[";
   for (size_t i = 0; i < d.size(); ++i) s += cat(i ? ", " : "", d[i]);
@@ -66,7 +75,8 @@ Result<std::string> inspect_model(const std::string& path, bool as_json) {
                               {"dtype", dtype_name(mod.dtype)},
                               {"source_dtype", dtype_name(mod.source_dtype)},
                               {"weight", tensor_json(mod.weight, base)},
-                              {"bias", mod.bias ? tensor_json(*mod.bias, base) : ojson(nullptr)}});
+                              {"bias", mod.bias ? tensor_json(*mod.bias, base) : ojson(nullptr)},
+                              {"preprocessing", preprocessing_json(mod.preprocessing)}});
     }
     return j.dump(2) + "\n";
   }
@@ -93,6 +103,11 @@ Result<std::string> inspect_model(const std::string& path, bool as_json) {
           << (t->data - base) << "\n";
     }
     if (!mod.bias) out << "  bias           (none)\n";
+    if (const auto& p = mod.preprocessing) {
+      out << "  preprocessing  " << preprocessing_json(p).dump() << "\n";
+    } else {
+      out << "  preprocessing  (none: pixel_values only; the frames API refuses this model)\n";
+    }
   }
   return out.str();
 }

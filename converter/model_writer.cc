@@ -38,6 +38,13 @@ std::vector<uint8_t> build_model(const std::string& model_type, const std::vecto
   for (const ModuleRecord& m : modules) {
     auto weight = write_tensor(b, m.weight);
     flatbuffers::Offset<fb::Tensor> bias = m.bias ? write_tensor(b, *m.bias) : 0;
+    flatbuffers::Offset<fb::Preprocessing> pre = 0;
+    if (const auto& p = m.preprocessing) {
+      pre = fb::CreatePreprocessing(b, b.CreateVector(p->mean), b.CreateVector(p->std), p->rescale_factor,
+                                    static_cast<int32_t>(p->patch_size), static_cast<int32_t>(p->temporal_patch_size),
+                                    static_cast<int32_t>(p->merge_size), p->min_pixels, p->max_pixels,
+                                    static_cast<fb::ResizeVariant>(p->resize));
+    }
     const ConvGeometry& g = m.geometry;
     auto geometry = fb::CreateGeometry(b, int_vector(b, g.kernel), int_vector(b, g.stride), int_vector(b, g.padding),
                                        int_vector(b, g.dilation), static_cast<int32_t>(g.groups),
@@ -45,7 +52,7 @@ std::vector<uint8_t> build_model(const std::string& model_type, const std::vecto
     mods.push_back(fb::CreateModule(b, b.CreateString(m.path), b.CreateString(std::string(m.family->name)),
                                     b.CreateString(m.class_name), static_cast<fb::Layout>(m.layout), geometry,
                                     patch_volume(g).value_or(0), static_cast<fb::DType>(m.dtype), weight, bias,
-                                    static_cast<fb::DType>(m.source_dtype)));
+                                    static_cast<fb::DType>(m.source_dtype), pre));
   }
   std::vector<flatbuffers::Offset<fb::FusionSetting>> settings;
   for (const FusionStep& s : fusion_config) {

@@ -29,6 +29,7 @@ struct ModuleRecord {
   DType source_dtype = DType::kF32;
   TensorRecord weight;
   std::optional<TensorRecord> bias;
+  std::optional<Preprocessing> preprocessing;
 };
 
 // Tensor bytes start at multiples of kTensorAlignment and the file ends with kTailSlack zero

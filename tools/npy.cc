@@ -20,6 +20,8 @@ std::vector<double> NpyArray::to_double() const {
       float v;
       std::memcpy(&v, bytes.data() + 4 * i, 4);
       out[i] = v;
+    } else if (descr == "|u1") {
+      out[i] = bytes[i];
     } else {
       std::memcpy(&out[i], bytes.data() + 8 * i, 8);
     }
@@ -55,8 +57,8 @@ Status parse_header(const std::string& path, const std::string& h, NpyArray& a) 
   const size_t close = h.find('\'', at + 1);
   PF_CHECK(close != std::string::npos, Code::kInvalidArgument, path, ": header's 'descr' string is not closed");
   a.descr = h.substr(at + 1, close - at - 1);
-  PF_CHECK(a.descr == "<f4" || a.descr == "<f8", Code::kInvalidArgument, path, ": dtype '", a.descr.substr(0, 32),
-           "' is not float32 ('<f4') or float64 ('<f8')");
+  PF_CHECK(a.descr == "<f4" || a.descr == "<f8" || a.descr == "|u1", Code::kInvalidArgument, path, ": dtype '",
+           a.descr.substr(0, 32), "' is not float32 ('<f4'), float64 ('<f8') or uint8 ('|u1')");
 
   at = value_of(h, "fortran_order");
   PF_CHECK(at != std::string::npos && (h.compare(at, 4, "True") == 0 || h.compare(at, 5, "False") == 0),
@@ -119,7 +121,7 @@ Result<NpyArray> read_npy(const std::string& path) {
 
   NpyArray a;
   PF_RETURN_IF_ERROR(parse_header(path, header, a));
-  const size_t elem = a.descr == "<f4" ? 4 : 8;
+  const size_t elem = a.descr == "<f4" ? 4 : a.descr == "|u1" ? 1 : 8;
   const auto want = checked_mul(checked_product(a.shape).value_or(UINT64_MAX), elem);
   PF_CHECK(want && *want == file_size - data_start, Code::kInvalidArgument, path, ": shape ", format_dims(a.shape),
            " x ", elem, " bytes needs ", want ? cat(*want) : std::string("more than 2^64"),

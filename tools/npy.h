@@ -1,5 +1,5 @@
 // NumPy .npy files (format 1.0-3.0), as patchfuse-run reads inputs and writes outputs.
-// Reading accepts little-endian float32 ('<f4') and float64 ('<f8'), C order only.
+// Reading accepts little-endian float32 ('<f4'), float64 ('<f8') and uint8 ('|u1'), C order only.
 #pragma once
 
 #include <cstdint>
@@ -11,7 +11,7 @@
 namespace patchfuse {
 
 struct NpyArray {
-  std::string descr;           // "<f4" or "<f8"
+  std::string descr;           // "<f4", "<f8" or "|u1" (uint8 frames)
   std::vector<int64_t> shape;
   std::vector<uint8_t> bytes;  // C order, little-endian
   size_t count() const;

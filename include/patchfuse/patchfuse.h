@@ -103,7 +103,14 @@ typedef struct pf_module_info {
   int64_t patch_volume; /**< in_channels * prod(kernel): the input row length */
   int32_t has_bias;
   int32_t eligible; /**< 1 when the fusion rules allow running it (both paths need this) */
+  int32_t has_preprocessing; /**< 1 when the model stores Hugging Face's image preprocessing, so
+                                  the frames functions below can take uint8 frames */
 } pf_module_info;
+
+/** image_grid_thw of a frames run: output rows = t * h * w, in Hugging Face's order. */
+typedef struct pf_grid {
+  int64_t t, h, w;
+} pf_grid;
 
 typedef struct pf_session_options {
   pf_backend backend;
@@ -189,6 +196,35 @@ PF_API pf_status pf_session_run(pf_session* session, const float* input, size_t 
 
 /** @param out  filled; its strings are owned by the session. */
 PF_API pf_status pf_session_get_info(const pf_session* session, pf_session_info* out);
+
+/** The size Hugging Face's processor resizes a height x width image to (smart_resize of the
+ *  model's family, Python rounding). Resize with your own pipeline to this size, then call
+ *  pf_session_run_frames with the result.
+ *  @return PF_OK, PF_INVALID_ARGUMENT (null, index out of range, size out of range or aspect
+ *          ratio above 200), PF_UNSUPPORTED (the module has no preprocessing). */
+PF_API pf_status pf_model_frame_size(const pf_model* model, size_t module_index, int64_t height, int64_t width,
+                                     int64_t* height_out, int64_t* width_out);
+
+/** The grid (and so the output size) for `t` frames of height x width: both must be multiples of
+ *  patch_size * merge_size (the message gives the size smart_resize would use).
+ *  @return PF_OK, PF_INVALID_ARGUMENT, PF_UNSUPPORTED (no preprocessing). */
+PF_API pf_status pf_session_frames_grid(const pf_session* session, size_t t, size_t height, size_t width,
+                                        pf_grid* grid_out);
+
+/** Patch embeddings of uint8 RGB frames, preprocessed exactly as Hugging Face's image processor
+ *  does (rescale and normalize folded into the weights; patches in its row order).
+ *  A still image is t = 1 and costs half a video frame pair: the weights are summed over time.
+ *  A video's frames are grouped temporal_patch_size at a time; an odd count repeats the last.
+ *  Each weight set (still, video) is folded and packed once, on its first use.
+ *  @param frames  `t` pointers to frames of `height` rows, HWC interleaved (R, G, B bytes), rows
+ *                 `row_stride_bytes` apart (>= width * 3); read only during the call; no padding
+ *                 needed. Separate pointers because video frames usually live in separate buffers.
+ *  @param output  float32 [grid.t * grid.h * grid.w, embed_dim] (see pf_session_frames_grid).
+ *  @param grid_out  receives the grid; may be null.
+ *  @return PF_OK, PF_INVALID_ARGUMENT (null, t == 0, size not a multiple, stride too small),
+ *          PF_UNSUPPORTED (no preprocessing), PF_OUT_OF_MEMORY, PF_INTERNAL. */
+PF_API pf_status pf_session_run_frames(pf_session* session, const uint8_t* const* frames, size_t t, size_t height,
+                                       size_t width, size_t row_stride_bytes, float* output, pf_grid* grid_out);
 
 /** Releases a session and its packed weights. Null is ignored. */
 PF_API void pf_session_release(pf_session* session);

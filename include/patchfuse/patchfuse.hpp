@@ -82,6 +82,13 @@ class Model {
     if (s != PF_OK) return {s, pf_last_error()};
     return index;
   }
+  // The size Hugging Face resizes a height x width image to, as {height, width}.
+  Expected<std::pair<int64_t, int64_t>> frame_size(size_t module_index, int64_t height, int64_t width) const {
+    int64_t h = 0, w = 0;
+    const pf_status s = pf_model_frame_size(handle_.get(), module_index, height, width, &h, &w);
+    if (s != PF_OK) return {s, pf_last_error()};
+    return std::make_pair(h, w);
+  }
   const pf_model* get() const { return handle_.get(); }
 
  private:
@@ -101,6 +108,19 @@ class Session {
   // Returns "" on success, else the error message.
   std::string run(const float* input, size_t n, float* output) {
     return pf_session_run(handle_.get(), input, n, output) == PF_OK ? std::string() : std::string(pf_last_error());
+  }
+  Expected<pf_grid> frames_grid(size_t t, size_t height, size_t width) const {
+    pf_grid g{};
+    const pf_status s = pf_session_frames_grid(handle_.get(), t, height, width, &g);
+    if (s != PF_OK) return {s, pf_last_error()};
+    return g;
+  }
+  // Returns "" on success, else the error message.
+  std::string run_frames(const uint8_t* const* frames, size_t t, size_t height, size_t width, size_t row_stride_bytes,
+                         float* output, pf_grid* grid = nullptr) {
+    return pf_session_run_frames(handle_.get(), frames, t, height, width, row_stride_bytes, output, grid) == PF_OK
+               ? std::string()
+               : std::string(pf_last_error());
   }
   pf_session_info info() const {
     pf_session_info i{};

@@ -193,6 +193,7 @@ pf_status pf_model_get_module(const pf_model* model, size_t index, pf_module_inf
   i.patch_volume = m.patch_volume;
   i.has_bias = m.bias.has_value() ? 1 : 0;
   i.eligible = eligibility_violations(g).empty() ? 1 : 0;
+  i.has_preprocessing = m.preprocessing.has_value() ? 1 : 0;
   *out = i;
   return PF_OK;
 }
@@ -279,6 +280,50 @@ pf_status pf_session_get_info(const pf_session* session, pf_session_info* out) {
   out->note = s.note().c_str();
   out->isa = s.isa().c_str();
   return PF_OK;
+}
+
+pf_status pf_model_frame_size(const pf_model* model, size_t module_index, int64_t height, int64_t width,
+                               int64_t* height_out, int64_t* width_out) {
+  return guarded("pf_model_frame_size", [&] {
+    if (model == nullptr || height_out == nullptr || width_out == nullptr) {
+      return fail(PF_INVALID_ARGUMENT, "pf_model_frame_size: null argument");
+    }
+    if (module_index >= model->view.modules.size()) {
+      return fail(PF_INVALID_ARGUMENT, cat("pf_model_frame_size: module index ", module_index, " is out of range"));
+    }
+    const ModuleView& m = model->view.modules[module_index];
+    if (!m.preprocessing) {
+      return fail(PF_UNSUPPORTED, cat("module ", m.path, " has no preprocessing (convert the checkpoint with its "
+                                      "preprocessor_config.json)"));
+    }
+    Result<std::pair<int64_t, int64_t>> size = smart_resize(*m.preprocessing, height, width);
+    if (!size.ok()) return fail(size.error());
+    *height_out = size->first;
+    *width_out = size->second;
+    return PF_OK;
+  });
+}
+
+pf_status pf_session_frames_grid(const pf_session* session, size_t t, size_t height, size_t width, pf_grid* grid_out) {
+  if (session == nullptr || grid_out == nullptr) return fail(PF_INVALID_ARGUMENT, "pf_session_frames_grid: null argument");
+  return guarded("pf_session_frames_grid", [&] {
+    Result<FrameGrid> g = session->session->frames_grid(t, height, width);
+    if (!g.ok()) return fail(g.error());
+    *grid_out = pf_grid{g->t, g->h, g->w};
+    return PF_OK;
+  });
+}
+
+pf_status pf_session_run_frames(pf_session* session, const uint8_t* const* frames, size_t t, size_t height,
+                                size_t width, size_t row_stride_bytes, float* output, pf_grid* grid_out) {
+  if (session == nullptr) return fail(PF_INVALID_ARGUMENT, "pf_session_run_frames: session must not be null");
+  return guarded("pf_session_run_frames", [&] {
+    FrameGrid g;
+    Status s = session->session->run_frames(frames, t, height, width, row_stride_bytes, output, &g);
+    if (!s.ok()) return fail(s.error());
+    if (grid_out != nullptr) *grid_out = pf_grid{g.t, g.h, g.w};
+    return PF_OK;
+  });
 }
 
 void pf_session_release(pf_session* session) { delete session; }

@@ -14,6 +14,9 @@ static_assert(static_cast<int>(fb::DType_F32) == static_cast<int>(DType::kF32) &
                   static_cast<int>(fb::DType_F16) == static_cast<int>(DType::kF16) &&
                   static_cast<int>(fb::DType_BF16) == static_cast<int>(DType::kBF16),
               "schema DType and runtime DType must agree");
+static_assert(static_cast<int>(fb::ResizeVariant_Qwen2VL) == static_cast<int>(ResizeVariant::kQwen2Vl) &&
+                  static_cast<int>(fb::ResizeVariant_Glm4V) == static_cast<int>(ResizeVariant::kGlm4v),
+              "schema ResizeVariant and runtime ResizeVariant must agree");
 static_assert(static_cast<int>(fb::Layout_FusedLinear) == static_cast<int>(Layout::kFusedLinear) &&
                   static_cast<int>(fb::Layout_OriginalConv) == static_cast<int>(Layout::kOriginalConv),
               "schema Layout and runtime Layout must agree");
@@ -113,6 +116,23 @@ Result<ModuleView> read_module(const fb::Module* m, const std::string& origin, c
            v.patch_volume, " must equal in_channels * prod(kernel) = ", *patch_volume(v.geometry));
   PF_ASSIGN_OR_RETURN(v.dtype, to_dtype(m->dtype(), where));
   PF_ASSIGN_OR_RETURN(v.source_dtype, to_dtype(m->source_dtype(), cat(where, ": source_dtype")));
+
+  if (const fb::Preprocessing* p = m->preprocessing()) {
+    Preprocessing pre;
+    if (p->image_mean()) pre.mean.assign(p->image_mean()->begin(), p->image_mean()->end());
+    if (p->image_std()) pre.std.assign(p->image_std()->begin(), p->image_std()->end());
+    pre.rescale_factor = p->rescale_factor();
+    pre.patch_size = p->patch_size();
+    pre.temporal_patch_size = p->temporal_patch_size();
+    pre.merge_size = p->merge_size();
+    pre.min_pixels = p->min_pixels();
+    pre.max_pixels = p->max_pixels();
+    PF_CHECK(p->resize() >= fb::ResizeVariant_MIN && p->resize() <= fb::ResizeVariant_MAX, Code::kInvalidModel, where,
+             ": preprocessing resize value ", static_cast<int>(p->resize()), " is not qwen2_vl or glm4v");
+    pre.resize = static_cast<ResizeVariant>(p->resize());
+    PF_RETURN_IF_ERROR(check_preprocessing(pre, v.geometry, where));
+    v.preprocessing = std::move(pre);
+  }
 
   const bool fused = v.layout == Layout::kFusedLinear;
   const std::string weight_name =

@@ -12,6 +12,7 @@
 
 #include "runtime/core/dtype.h"
 #include "runtime/core/result.h"
+#include "runtime/frames/preprocessing.h"
 #include "runtime/rules/fusion_rules.h"
 
 namespace patchfuse {
@@ -38,6 +39,7 @@ struct ModuleView {
   DType source_dtype = DType::kF32;
   TensorView weight;
   std::optional<TensorView> bias;
+  std::optional<Preprocessing> preprocessing;  // passed check_preprocessing against `geometry`
 };
 
 struct ModelView {

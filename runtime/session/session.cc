@@ -3,6 +3,7 @@
 #include <new>
 
 #include "runtime/core/checked_math.h"
+#include "runtime/frames/gather.h"
 
 namespace patchfuse {
 
@@ -58,19 +59,74 @@ Result<std::unique_ptr<Session>> Session::create(const ModuleView& module, const
     s->precision_ = Precision::kF32;
     s->note_ = cat("model weights are ", dtype_name(module.dtype), " but ", why, "; computing in f32");
   }
-  KernelRequest request;
-  request.module = &module;
-  request.fused = o.fused;
-  request.precision = s->precision_;
-  request.threads = o.threads;
-  try {
-    PF_ASSIGN_OR_RETURN(s->kernel_, b.create(request));
-  } catch (const std::bad_alloc&) {
-    return make_error(Code::kOutOfMemory, cat("backend ", b.name, ": out of memory packing module ", module.path));
-  }
+  s->threads_ = o.threads;
+  PF_ASSIGN_OR_RETURN(s->kernel_, s->create_kernel(module));
   s->detail_ = s->kernel_->detail();
   s->isa_ = s->kernel_->isa();
   return s;
+}
+
+Result<std::unique_ptr<Kernel>> Session::create_kernel(const ModuleView& module) const {
+  KernelRequest request;
+  request.module = &module;
+  request.fused = fused_;
+  request.precision = precision_;
+  request.threads = threads_;
+  try {
+    return backend_->create(request);
+  } catch (const std::bad_alloc&) {
+    return make_error(Code::kOutOfMemory, cat("backend ", backend_->name, ": out of memory packing module ", module.path));
+  }
+}
+
+Result<FrameGrid> Session::frames_grid(size_t t, size_t height, size_t width) const {
+  PF_CHECK(module_->preprocessing.has_value(), Code::kUnsupported, "module ", module_->path,
+           " has no preprocessing (convert the checkpoint with its preprocessor_config.json), so it cannot take frames");
+  return frame_grid(*module_->preprocessing, t, height, width);
+}
+
+Result<Session::FramesKernel*> Session::frames_kernel(bool still) {
+  std::unique_ptr<FramesKernel>& slot = still ? still_ : video_;
+  if (slot) return slot.get();
+  const Preprocessing& p = *module_->preprocessing;
+  auto k = std::make_unique<FramesKernel>();
+  k->folded = fold_normalization(*module_, p, still);
+  ModuleView& v = k->view;
+  v.path = module_->path;
+  v.family = module_->family;
+  v.geometry = module_->geometry;
+  if (still) v.geometry.kernel[0] = v.geometry.stride[0] = 1;
+  v.patch_volume = k->folded.k;
+  v.dtype = v.source_dtype = DType::kF32;
+  v.weight = {module_->weight.name, {v.geometry.embed_dim, k->folded.k}, DType::kF32,
+              reinterpret_cast<const uint8_t*>(k->folded.weight.data()), k->folded.weight.size() * sizeof(float)};
+  v.bias = TensorView{module_->path + ".bias", {v.geometry.embed_dim}, DType::kF32,
+                      reinterpret_cast<const uint8_t*>(k->folded.bias.data()), k->folded.bias.size() * sizeof(float)};
+  PF_ASSIGN_OR_RETURN(k->kernel, create_kernel(v));
+  slot = std::move(k);
+  return slot.get();
+}
+
+Status Session::run_frames(const uint8_t* const* frames, size_t t, size_t height, size_t width, size_t row_stride,
+                           float* output, FrameGrid* grid) {
+  PF_CHECK(frames != nullptr && output != nullptr, Code::kInvalidArgument, "run_frames: frames and output must not be null");
+  PF_ASSIGN_OR_RETURN(const FrameGrid g, frames_grid(t, height, width));
+  const auto channels = static_cast<size_t>(module_->geometry.in_channels);
+  PF_CHECK(row_stride >= width * channels, Code::kInvalidArgument, "run_frames: row_stride_bytes ", row_stride,
+           " is less than width * channels = ", width * channels);
+  for (size_t f = 0; f < t; ++f) PF_CHECK(frames[f] != nullptr, Code::kInvalidArgument, "run_frames: frame ", f, " is null");
+  const bool still = t == 1;
+  try {
+    PF_ASSIGN_OR_RETURN(FramesKernel * k, frames_kernel(still));
+    const auto rows = static_cast<size_t>(g.rows());
+    rows_.resize(rows * static_cast<size_t>(k->folded.k));
+    gather_rows(frames, t, row_stride, g, *module_->preprocessing, module_->geometry.in_channels, still, rows_.data());
+    PF_RETURN_IF_ERROR(k->kernel->run(rows_.data(), rows, output));
+  } catch (const std::bad_alloc&) {
+    return make_error(Code::kOutOfMemory, cat("run_frames: out of memory for ", t, " frames of ", height, "x", width));
+  }
+  if (grid != nullptr) *grid = g;
+  return {};
 }
 
 Status Session::run(const float* input, size_t n, float* output) {

@@ -8,6 +8,8 @@
 #include <string>
 
 #include "runtime/backends/backend.h"
+#include "runtime/frames/preprocessing.h"
+#include "runtime/frames/weight_transforms.h"
 
 namespace patchfuse {
 
@@ -26,6 +28,13 @@ class Session {
   // Checks the arguments, then runs the kernel. Not thread-safe: one thread at a time.
   Status run(const float* input, size_t n, float* output);
 
+  // The frames path: uint8 RGB frames through the model's preprocessing, folded into the weights.
+  // A still image (t = 1) uses the weights summed over time (K = C*P*P), a video the full K.
+  // Each of the two weight sets is folded and packed once, on its first use.
+  Result<FrameGrid> frames_grid(size_t t, size_t height, size_t width) const;
+  Status run_frames(const uint8_t* const* frames, size_t t, size_t height, size_t width, size_t row_stride,
+                    float* output, FrameGrid* grid);
+
   const Backend& backend() const { return *backend_; }
   Precision precision() const { return precision_; }
   bool fused() const { return fused_; }
@@ -37,6 +46,17 @@ class Session {
 
  private:
   Session() = default;
+  // Folded weights viewed as a fused module of kernel (1 or T, P, P), and the kernel packed from it.
+  struct FramesKernel {
+    FoldedWeights folded;
+    ModuleView view;
+    std::unique_ptr<Kernel> kernel;
+  };
+  Result<FramesKernel*> frames_kernel(bool still);
+  Result<std::unique_ptr<Kernel>> create_kernel(const ModuleView& module) const;
+  int threads_ = 1;
+  std::unique_ptr<FramesKernel> still_, video_;
+  std::vector<float> rows_;  // gathered rows, reused across runs
   const ModuleView* module_ = nullptr;
   const Backend* backend_ = nullptr;
   Precision precision_ = Precision::kF32;

@@ -1,0 +1,97 @@
+#include "converter/preprocessor_config.h"
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+namespace patchfuse {
+
+using nlohmann::json;
+
+namespace {
+
+Result<int64_t> positive_int(const json& root, const char* key, int64_t fallback, const std::string& path) {
+  if (!root.contains(key)) return fallback;
+  const json& v = root[key];
+  PF_CHECK(v.is_number_integer() && v.get<int64_t>() > 0, Code::kInvalidModel, path, ": ", key,
+           " must be a positive integer, got ", v.dump());
+  return v.get<int64_t>();
+}
+
+Result<bool> flag(const json& root, const char* key, const std::string& path) {
+  if (!root.contains(key)) return true;
+  PF_CHECK(root[key].is_boolean(), Code::kInvalidModel, path, ": ", key, " must be true or false, got ", root[key].dump());
+  return root[key].get<bool>();
+}
+
+Result<std::vector<float>> numbers(const json& root, const char* key, std::vector<float> fallback, const std::string& path) {
+  if (!root.contains(key)) return fallback;
+  const json& v = root[key];
+  PF_CHECK(v.is_array() && !v.empty(), Code::kInvalidModel, path, ": ", key, " must be a list of numbers, got ", v.dump());
+  std::vector<float> out;
+  for (const json& x : v) {
+    PF_CHECK(x.is_number(), Code::kInvalidModel, path, ": ", key, " must be a list of numbers, got ", v.dump());
+    out.push_back(x.get<float>());
+  }
+  return out;
+}
+
+}  // namespace
+
+Result<Preprocessing> load_preprocessor_config(const std::string& path, const std::string& model_type) {
+  std::ifstream in(path);
+  PF_CHECK(in, Code::kIoError, path, ": cannot open the preprocessor config");
+  std::stringstream text;
+  text << in.rdbuf();
+  const json root = json::parse(text.str(), nullptr, /*allow_exceptions=*/false);
+  PF_CHECK(!root.is_discarded() && root.is_object(), Code::kInvalidModel, path, ": not a JSON object");
+
+  Preprocessing p;
+  std::string processor;
+  if (root.contains("image_processor_type")) {
+    PF_CHECK(root["image_processor_type"].is_string(), Code::kInvalidModel, path,
+             ": image_processor_type must be a string, got ", root["image_processor_type"].dump());
+    processor = root["image_processor_type"].get<std::string>();
+  }
+  p.resize = processor.rfind("Glm4v", 0) == 0 || (processor.empty() && model_type.rfind("glm4v", 0) == 0)
+                 ? ResizeVariant::kGlm4v
+                 : ResizeVariant::kQwen2Vl;
+  // Defaults of the processors themselves (transformers image_processing_qwen2_vl.py, _glm4v.py).
+  const bool glm = p.resize == ResizeVariant::kGlm4v;
+  const std::vector<float> clip_mean = {0.48145466f, 0.4578275f, 0.40821073f};
+  const std::vector<float> clip_std = {0.26862954f, 0.26130258f, 0.27577711f};
+  PF_ASSIGN_OR_RETURN(p.mean, numbers(root, "image_mean", clip_mean, path));
+  PF_ASSIGN_OR_RETURN(p.std, numbers(root, "image_std", clip_std, path));
+  if (root.contains("rescale_factor")) {
+    PF_CHECK(root["rescale_factor"].is_number(), Code::kInvalidModel, path, ": rescale_factor must be a number, got ",
+             root["rescale_factor"].dump());
+    p.rescale_factor = root["rescale_factor"].get<float>();
+  }
+  PF_ASSIGN_OR_RETURN(const bool do_rescale, flag(root, "do_rescale", path));
+  PF_ASSIGN_OR_RETURN(const bool do_normalize, flag(root, "do_normalize", path));
+  if (!do_rescale) p.rescale_factor = 1.0f;
+  if (!do_normalize) {
+    p.mean.assign(p.mean.size(), 0.0f);
+    p.std.assign(p.std.size(), 1.0f);
+  }
+  PF_CHECK(p.mean.size() == p.std.size(), Code::kInvalidModel, path, ": image_mean has ", p.mean.size(),
+           " values but image_std has ", p.std.size());
+  PF_ASSIGN_OR_RETURN(p.patch_size, positive_int(root, "patch_size", 14, path));
+  PF_ASSIGN_OR_RETURN(p.temporal_patch_size, positive_int(root, "temporal_patch_size", 2, path));
+  PF_ASSIGN_OR_RETURN(p.merge_size, positive_int(root, "merge_size", 2, path));
+
+  p.min_pixels = glm ? 112 * 112 : 56 * 56;
+  p.max_pixels = glm ? 28 * 28 * 15000 : 28 * 28 * 1280;
+  if (root.contains("size") && root["size"].is_object()) {
+    PF_ASSIGN_OR_RETURN(p.min_pixels, positive_int(root["size"], "shortest_edge", p.min_pixels, path + ": size"));
+    PF_ASSIGN_OR_RETURN(p.max_pixels, positive_int(root["size"], "longest_edge", p.max_pixels, path + ": size"));
+  }
+  // Explicit min_pixels / max_pixels win, as in the processors.
+  PF_ASSIGN_OR_RETURN(p.min_pixels, positive_int(root, "min_pixels", p.min_pixels, path));
+  PF_ASSIGN_OR_RETURN(p.max_pixels, positive_int(root, "max_pixels", p.max_pixels, path));
+  PF_CHECK(p.min_pixels <= p.max_pixels, Code::kInvalidModel, path, ": min_pixels ", p.min_pixels,
+           " exceeds max_pixels ", p.max_pixels);
+  return p;
+}
+
+}  // namespace patchfuse

@@ -1,0 +1,22 @@
+// uint8 RGB frames (HWC interleaved, rows `row_stride` bytes apart) -> the rows the patch
+// embedding takes, in exactly Hugging Face's order: patches.reshape(grid_t, tps, C, gh/M, M, P,
+// gw/M, M, P).transpose(0, 3, 6, 4, 7, 2, 1, 5, 8): rows in (t, h-block, w-block, mh, mw) order,
+// so each M x M merge group is M*M consecutive rows; columns in (c, t, y, x) order. A video's
+// frames are grouped temporal_patch_size at a time, the last frame repeated to fill the last
+// group. `still` writes columns (c, y, x) for weights summed over t (fold_normalization).
+// Pixels are written as they are (0..255): normalization lives in the folded weights.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "runtime/frames/preprocessing.h"
+
+namespace patchfuse {
+
+// `frames`: grid's source frames, `count` of them (count <= grid.t * temporal_patch_size).
+// `out`: grid.rows() rows of channels * (still ? 1 : temporal_patch_size) * P * P floats.
+void gather_rows(const uint8_t* const* frames, size_t count, size_t row_stride, const FrameGrid& grid,
+                 const Preprocessing& p, int64_t channels, bool still, float* out);
+
+}  // namespace patchfuse

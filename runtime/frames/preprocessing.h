@@ -1,0 +1,52 @@
+// What Hugging Face's image processor does to pixels before the patch embedding
+// (Qwen2VLImageProcessor for Qwen2-VL, Qwen2.5-VL, Qwen2.5-Omni, Qwen3-VL, Qwen3-Omni;
+// Glm4vImageProcessor for GLM-4.1V/4.5V), as the numbers a device needs to take uint8 frames
+// itself: normalization, patch/temporal/merge sizes and the smart_resize bounds. The converter
+// reads it from preprocessor_config.json and stores it in the .pfb; the reader checks it with the
+// same rule (check_preprocessing) against the module's geometry.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "runtime/core/result.h"
+#include "runtime/rules/fusion_rules.h"
+
+namespace patchfuse {
+
+// Which smart_resize: Qwen2-VL's budgets h*w; GLM-4V's budgets t*h*w with t = temporal_patch_size
+// for images and first scales up images smaller than one merge block.
+enum class ResizeVariant : uint8_t { kQwen2Vl = 0, kGlm4v = 1 };
+const char* resize_variant_name(ResizeVariant v);  // "qwen2_vl", "glm4v"
+
+struct Preprocessing {
+  std::vector<float> mean, std;  // per channel, applied as (u8 * rescale_factor - mean[c]) / std[c]
+  float rescale_factor = 1.0f / 255.0f;
+  int64_t patch_size = 14, temporal_patch_size = 2, merge_size = 2;
+  int64_t min_pixels = 0, max_pixels = 0;  // smart_resize bounds
+  ResizeVariant resize = ResizeVariant::kQwen2Vl;
+
+  int64_t factor() const { return patch_size * merge_size; }  // frame sides are multiples of this
+};
+
+// The one rule for a stored preprocessing: sizes positive, patch_size == kernel h and w,
+// temporal_patch_size == kernel t, one mean and std per input channel, every std non-zero and
+// finite, 0 < min_pixels <= max_pixels. `where` prefixes the message.
+Status check_preprocessing(const Preprocessing& p, const ConvGeometry& g, const std::string& where);
+
+// The frame size Hugging Face resizes an image of height x width to (smart_resize of the variant,
+// with Python's round-half-to-even), as (height, width).
+Result<std::pair<int64_t, int64_t>> smart_resize(const Preprocessing& p, int64_t height, int64_t width);
+
+// image_grid_thw for `frames` frames of height x width, which must be multiples of factor().
+// grid.t = ceil(frames / temporal_patch_size): an odd count repeats the last frame.
+struct FrameGrid {
+  int64_t t = 0, h = 0, w = 0;
+  int64_t rows() const { return t * h * w; }
+};
+Result<FrameGrid> frame_grid(const Preprocessing& p, size_t frames, size_t height, size_t width);
+
+}  // namespace patchfuse

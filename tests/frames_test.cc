@@ -1,0 +1,231 @@
+// The frames path against PyTorch: uint8 frames through pf_session_run_frames on every backend,
+// path and precision, compared with nn.Conv3d on the pixel_values that a NumPy copy of Hugging
+// Face's processor made from the same frames (tests/fixtures/frames/make_frames.py). Also the
+// gather order itself, strided and page-boundary frames, and the refusals.
+#include <gtest/gtest.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <cstring>
+
+#include "converter/convert.h"
+#include "patchfuse/patchfuse.hpp"
+#include "runtime/frames/gather.h"
+#include "runtime/model/model_file.h"
+#include "tests/support/test_util.h"
+#include "tests/support/tolerance.h"
+#include "tools/npy.h"
+
+namespace patchfuse {
+namespace {
+
+const std::string kFixtures = PATCHFUSE_FRAMES_DIR;
+const char* const kCases[] = {"still", "video3", "video4"};
+
+struct Frames {
+  size_t t = 0, height = 0, width = 0;
+  std::vector<uint8_t> bytes;  // [t, height, width, 3]
+  std::vector<const uint8_t*> pointers() const {
+    std::vector<const uint8_t*> p;
+    for (size_t f = 0; f < t; ++f) p.push_back(bytes.data() + f * height * width * 3);
+    return p;
+  }
+};
+
+Frames load_frames(const std::string& preset, const std::string& c) {
+  NpyArray a = read_npy(kFixtures + "/" + preset + "/frames_" + c + ".npy").value();
+  EXPECT_EQ(a.descr, "|u1");
+  Frames f;
+  f.t = static_cast<size_t>(a.shape[0]);
+  f.height = static_cast<size_t>(a.shape[1]);
+  f.width = static_cast<size_t>(a.shape[2]);
+  f.bytes = std::move(a.bytes);
+  return f;
+}
+
+std::vector<double> load(const std::string& preset, const std::string& what, const std::string& c) {
+  return read_npy(kFixtures + "/" + preset + "/" + what + "_" + c + ".npy").value().to_double();
+}
+
+class FramesTest : public ::testing::TestWithParam<const char*> {
+ protected:
+  void SetUp() override {
+    ConvertOptions o;
+    o.input = kFixtures + "/" + GetParam();
+    o.output = dir_ / "m.pfb";
+    auto r = convert_checkpoint(o);
+    ASSERT_TRUE(r.ok()) << r.error().message;
+    auto m = Model::open_file(o.output);
+    ASSERT_TRUE(m) << m.error();
+    model_.emplace(std::move(*m));
+    ASSERT_EQ(model_->module(0).has_preprocessing, 1);
+  }
+  Expected<Session> session(pf_backend b, pf_path path, pf_precision p) const {
+    pf_session_options o = default_options();
+    o.backend = b;
+    o.path = path;
+    o.precision = p;
+    return Session::create(*model_, 0, o);
+  }
+  testing::TempDir dir_;
+  std::optional<Model> model_;
+};
+
+// Gathered rows, normalized the way the processor does, are the processor's pixel_values: the row
+// order (merge groups), the column order (c, t, y, x), the still-image repeat and the video padding.
+TEST_P(FramesTest, GatherOrderIsHuggingFaces) {
+  auto file = open_model_file(dir_ / "m.pfb");
+  ASSERT_TRUE(file.ok());
+  const ModuleView& m = file->view.modules[0];
+  const Preprocessing& p = *m.preprocessing;
+  const int64_t C = 3, T = p.temporal_patch_size, PP = p.patch_size * p.patch_size;
+  for (const char* c : kCases) {
+    SCOPED_TRACE(c);
+    const Frames f = load_frames(GetParam(), c);
+    const std::vector<double> pv = load(GetParam(), "pixel_values", c);
+    const FrameGrid g = frame_grid(p, f.t, f.height, f.width).value();
+    const bool still = f.t == 1;
+    const int64_t k = still ? C * PP : C * T * PP;
+    std::vector<float> rows(static_cast<size_t>(g.rows() * k));
+    gather_rows(f.pointers().data(), f.t, f.width * 3, g, p, C, still, rows.data());
+    ASSERT_EQ(pv.size(), static_cast<size_t>(g.rows() * C * T * PP));
+    for (int64_t r = 0; r < g.rows(); ++r) {
+      for (int64_t ch = 0; ch < C; ++ch) {
+        for (int64_t t = 0; t < T; ++t) {
+          for (int64_t i = 0; i < PP; ++i) {
+            const float u8 = rows[static_cast<size_t>(r * k + (still ? ch * PP + i : (ch * T + t) * PP + i))];
+            const float want = static_cast<float>(pv[static_cast<size_t>(r * C * T * PP + (ch * T + t) * PP + i)]);
+            // The processor's float32 rescale-then-normalize, repeated here: equal to 1e-6.
+            const float got = (static_cast<float>(u8 * static_cast<double>(p.rescale_factor)) - p.mean[static_cast<size_t>(ch)]) /
+                              p.std[static_cast<size_t>(ch)];
+            ASSERT_NEAR(got, want, 1e-6) << "row " << r << " c " << ch << " t " << t << " i " << i;
+          }
+        }
+      }
+    }
+  }
+}
+
+// The acceptance check: every backend, path and precision on still images and videos (odd and
+// even frame counts) against PyTorch's Conv3d on the processor's pixel_values.
+TEST_P(FramesTest, EveryBackendMatchesPytorchOnFrames) {
+  int ran = 0;
+  for (pf_backend b : {PF_BACKEND_REFERENCE, PF_BACKEND_ONEDNN, PF_BACKEND_XNNPACK}) {
+    for (pf_path path : {PF_PATH_FUSED, PF_PATH_UNFUSED}) {
+      for (pf_precision prec : {PF_PRECISION_AUTO, PF_PRECISION_F32, PF_PRECISION_BF16, PF_PRECISION_F16}) {
+        auto s = session(b, path, prec);
+        if (!s) {
+          EXPECT_EQ(s.status(), PF_UNSUPPORTED) << s.error();
+          continue;
+        }
+        const pf_session_info info = s->info();
+        for (const char* c : kCases) {
+          SCOPED_TRACE(std::string(c) + " " + info.detail);
+          const Frames f = load_frames(GetParam(), c);
+          const std::vector<double> want = load(GetParam(), "expected", c);
+          auto grid = s->frames_grid(f.t, f.height, f.width);
+          ASSERT_TRUE(grid) << grid.error();
+          const size_t rows = static_cast<size_t>(grid->t * grid->h * grid->w);
+          std::vector<float> y(rows * static_cast<size_t>(model_->module(0).embed_dim));
+          ASSERT_EQ(y.size(), want.size());
+          pf_grid got_grid{};
+          ASSERT_EQ(s->run_frames(f.pointers().data(), f.t, f.height, f.width, f.width * 3, y.data(), &got_grid), "");
+          EXPECT_EQ(got_grid.t, grid->t);
+          double max_ref = 0, max_err = 0;
+          for (size_t i = 0; i < y.size(); ++i) {
+            max_ref = std::max(max_ref, std::fabs(want[i]));
+            max_err = std::max(max_err, std::fabs(y[i] - want[i]));
+          }
+          EXPECT_LE(max_err, testing::max_relative_tolerance(info.precision) * max_ref)
+              << "max |err| " << max_err << " max |ref| " << max_ref;
+          ++ran;
+        }
+      }
+    }
+  }
+  EXPECT_GE(ran, 2 * 3 * 3);  // reference fused/unfused and both f32 oneDNN or XNNPACK paths at least
+}
+
+// Rows with padding after them (row_stride > width * 3) and a frame that ends at an unmapped
+// page give the same bits as tightly packed frames.
+TEST_P(FramesTest, StridedAndPageEndingFramesGiveTheSameBits) {
+  const Frames f = load_frames(GetParam(), "still");
+  for (pf_backend b : {PF_BACKEND_REFERENCE, PF_BACKEND_AUTO}) {
+    auto s = session(b, PF_PATH_FUSED, PF_PRECISION_F32);
+    ASSERT_TRUE(s) << s.error();
+    const size_t out = static_cast<size_t>(model_->module(0).embed_dim);
+    const size_t rows = static_cast<size_t>(s->frames_grid(1, f.height, f.width)->t * s->frames_grid(1, f.height, f.width)->h *
+                                            s->frames_grid(1, f.height, f.width)->w);
+    std::vector<float> want(rows * out), got(rows * out);
+    ASSERT_EQ(s->run_frames(f.pointers().data(), 1, f.height, f.width, f.width * 3, want.data()), "");
+
+    const size_t stride = f.width * 3 + 13;
+    std::vector<uint8_t> padded(f.height * stride, 0xAB);
+    for (size_t y = 0; y < f.height; ++y) std::memcpy(&padded[y * stride], &f.bytes[y * f.width * 3], f.width * 3);
+    const uint8_t* p = padded.data();
+    ASSERT_EQ(s->run_frames(&p, 1, f.height, f.width, stride, got.data()), "");
+    EXPECT_EQ(got, want);
+
+    const size_t page = static_cast<size_t>(::sysconf(_SC_PAGESIZE)), bytes = f.bytes.size();
+    const size_t pages = (bytes + page - 1) / page;
+    auto* base = static_cast<uint8_t*>(::mmap(nullptr, (pages + 1) * page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
+    ASSERT_NE(base, MAP_FAILED);
+    ASSERT_EQ(::mprotect(base + pages * page, page, PROT_NONE), 0);
+    uint8_t* at = base + pages * page - bytes;
+    std::memcpy(at, f.bytes.data(), bytes);
+    const uint8_t* q = at;
+    ASSERT_EQ(s->run_frames(&q, 1, f.height, f.width, f.width * 3, got.data()), "");
+    EXPECT_EQ(got, want);
+    ::munmap(base, (pages + 1) * page);
+  }
+}
+
+TEST_P(FramesTest, WrongSizesAndArgumentsAreRefused) {
+  auto s = session(PF_BACKEND_REFERENCE, PF_PATH_FUSED, PF_PRECISION_F32);
+  ASSERT_TRUE(s);
+  const Frames f = load_frames(GetParam(), "still");
+  const uint8_t* p = f.bytes.data();
+  std::vector<float> y(1 << 16);
+  const size_t factor = f.height / 2;  // the fixtures are 2 x 3 merge blocks
+  std::string e = s->run_frames(&p, 1, f.height - 1, f.width, f.width * 3, y.data());
+  EXPECT_NE(e.find("is not a multiple of patch_size * merge_size = " + std::to_string(factor)), std::string::npos) << e;
+  EXPECT_NE(e.find("Hugging Face resizes this image to " + std::to_string(f.height) + "x"), std::string::npos) << e;
+  e = s->run_frames(&p, 1, f.height, f.width, f.width * 3 - 1, y.data());
+  EXPECT_NE(e.find("row_stride_bytes"), std::string::npos) << e;
+  e = s->run_frames(&p, 0, f.height, f.width, f.width * 3, y.data());
+  EXPECT_NE(e.find("t = 0"), std::string::npos) << e;
+  pf_grid g{};
+  EXPECT_EQ(pf_session_run_frames(s->get(), nullptr, 1, f.height, f.width, f.width * 3, y.data(), &g), PF_INVALID_ARGUMENT);
+  EXPECT_EQ(pf_session_run_frames(s->get(), &p, 1, f.height, f.width, f.width * 3, nullptr, &g), PF_INVALID_ARGUMENT);
+}
+
+INSTANTIATE_TEST_SUITE_P(Presets, FramesTest, ::testing::Values("qwen2_vl", "qwen3_vl"));
+
+// A model converted without preprocessor_config.json takes pixel_values only; the frames API says why.
+TEST(Frames, ModelWithoutPreprocessingIsRefused) {
+  testing::TempDir dir;
+  ConvertOptions o;
+  o.input = std::string(PATCHFUSE_GOLDEN_DIR) + "/qwen2_vl_f32";
+  o.output = dir / "m.pfb";
+  auto r = convert_checkpoint(o);
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  bool noted = false;
+  for (const std::string& n : r->notes) noted |= n.find("takes pixel_values only") != std::string::npos;
+  EXPECT_TRUE(noted);
+  auto m = Model::open_file(o.output);
+  ASSERT_TRUE(m);
+  EXPECT_EQ(m->module(0).has_preprocessing, 0);
+  auto s = Session::create(*m, 0, default_options());
+  ASSERT_TRUE(s);
+  std::vector<uint8_t> frame(56 * 56 * 3);
+  const uint8_t* p = frame.data();
+  std::vector<float> y(16 * 48);
+  pf_grid g{};
+  EXPECT_EQ(pf_session_run_frames(s->get(), &p, 1, 56, 56, 56 * 3, y.data(), &g), PF_UNSUPPORTED);
+  EXPECT_NE(std::string(pf_last_error()).find("has no preprocessing"), std::string::npos) << pf_last_error();
+  EXPECT_FALSE(m->frame_size(0, 100, 100));
+}
+
+}  // namespace
+}  // namespace patchfuse

@@ -1,0 +1,129 @@
+// Hugging Face's preprocessing as numbers: smart_resize against a table computed by Python itself
+// (tests/fixtures/frames/smart_resize.json: halves to even, both bounds, both variants), the shared
+// rule that ties a preprocessing to the weights, and the converter's errors for
+// preprocessor_config.json.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "converter/convert.h"
+#include "converter/preprocessor_config.h"
+#include "runtime/frames/preprocessing.h"
+#include "tests/support/test_util.h"
+
+namespace patchfuse {
+namespace {
+
+const std::string kFixtures = PATCHFUSE_FRAMES_DIR;
+
+TEST(Preprocessing, SmartResizeMatchesPython) {
+  const auto table = nlohmann::json::parse(testing::read_bytes(kFixtures + "/smart_resize.json"));
+  ASSERT_GT(table.size(), 50u);
+  for (const auto& row : table) {
+    Preprocessing p;
+    p.resize = row["variant"] == "glm4v" ? ResizeVariant::kGlm4v : ResizeVariant::kQwen2Vl;
+    p.patch_size = row["patch_size"];
+    p.min_pixels = row["min_pixels"];
+    p.max_pixels = row["max_pixels"];
+    const int64_t h = row["height"], w = row["width"];
+    auto got = smart_resize(p, h, w);
+    ASSERT_TRUE(got.ok()) << row.dump() << ": " << got.error().message;
+    EXPECT_EQ(got->first, row["resized"][0].get<int64_t>()) << row.dump();
+    EXPECT_EQ(got->second, row["resized"][1].get<int64_t>()) << row.dump();
+  }
+}
+
+TEST(Preprocessing, SmartResizeRefusesExtremeAspectRatios) {
+  Preprocessing p;
+  p.min_pixels = 3136;
+  p.max_pixels = 1003520;
+  auto r = smart_resize(p, 10, 2500);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().message.find("aspect ratio above 200"), std::string::npos);
+  EXPECT_FALSE(smart_resize(p, 0, 10).ok());
+}
+
+TEST(Preprocessing, RuleTiesPreprocessingToTheWeights) {
+  ConvGeometry g;
+  g.kernel = g.stride = {2, 14, 14};
+  g.padding = {0, 0, 0};
+  g.dilation = {1, 1, 1};
+  g.in_channels = 3;
+  g.embed_dim = 8;
+  Preprocessing p;
+  p.mean = {0.5f, 0.5f, 0.5f};
+  p.std = {0.5f, 0.5f, 0.5f};
+  p.min_pixels = 1;
+  p.max_pixels = 10;
+  EXPECT_TRUE(check_preprocessing(p, g, "m").ok());
+  auto error_of = [&](Preprocessing q) {
+    Status s = check_preprocessing(q, g, "m");
+    return s.ok() ? std::string("(accepted)") : s.error().message;
+  };
+  Preprocessing q = p;
+  q.patch_size = 16;
+  EXPECT_NE(error_of(q).find("patch_size 16 disagrees with the weight's kernel (2,14,14)"), std::string::npos) << error_of(q);
+  q = p;
+  q.temporal_patch_size = 1;
+  EXPECT_NE(error_of(q).find("temporal_patch_size 1 disagrees with the weight's kernel t 2"), std::string::npos);
+  q = p;
+  q.mean = {0.5f};
+  EXPECT_NE(error_of(q).find("1 image_mean and 3 image_std values for a weight with in_channels 3"), std::string::npos);
+  q = p;
+  q.std[1] = 0;
+  EXPECT_NE(error_of(q).find("image_std[1] = 0"), std::string::npos);
+  q = p;
+  q.min_pixels = 20;
+  EXPECT_NE(error_of(q).find("min_pixels 20 and max_pixels 10"), std::string::npos);
+}
+
+class PreprocessorConfig : public ::testing::Test {
+ protected:
+  // A copy of the qwen2_vl frames checkpoint with `text` as its preprocessor_config.json.
+  std::string convert_with(const std::string& text) {
+    const std::string src = kFixtures + "/qwen2_vl";
+    testing::write_bytes(dir_ / "config.json", testing::read_bytes(src + "/config.json"));
+    testing::write_bytes(dir_ / "model.safetensors", testing::read_bytes(src + "/model.safetensors"));
+    testing::write_text(dir_ / "preprocessor_config.json", text);
+    ConvertOptions o;
+    o.input = dir_.path();
+    o.output = dir_ / "m.pfb";
+    auto r = convert_checkpoint(o);
+    EXPECT_FALSE(testing::file_exists(dir_ / "m.pfb") && !r.ok());
+    return r.ok() ? "(accepted)" : r.error().message;
+  }
+  testing::TempDir dir_;
+};
+
+TEST_F(PreprocessorConfig, DefaultsAndSizeKeys) {
+  EXPECT_EQ(convert_with(R"({"patch_size": 14})"), "(accepted)");
+  auto p = load_preprocessor_config(dir_ / "preprocessor_config.json", "qwen2_vl").value();
+  EXPECT_EQ(p.min_pixels, 56 * 56);
+  EXPECT_EQ(p.max_pixels, 28 * 28 * 1280);
+  EXPECT_EQ(p.resize, ResizeVariant::kQwen2Vl);
+  EXPECT_FLOAT_EQ(p.mean[0], 0.48145466f);
+  testing::write_text(dir_ / "pre.json", R"({"size": {"shortest_edge": 12544, "longest_edge": 100000}, "do_normalize": false})");
+  p = load_preprocessor_config(dir_ / "pre.json", "glm4v").value();
+  EXPECT_EQ(p.resize, ResizeVariant::kGlm4v);
+  EXPECT_EQ(p.min_pixels, 12544);
+  EXPECT_EQ(p.max_pixels, 100000);
+  EXPECT_EQ(p.mean, std::vector<float>(3, 0.0f));
+  EXPECT_EQ(p.std, std::vector<float>(3, 1.0f));
+}
+
+TEST_F(PreprocessorConfig, ContradictionsAndBadValuesAreErrors) {
+  EXPECT_NE(convert_with(R"({"patch_size": 16})").find("patch_size 16 disagrees with the weight's kernel (2,14,14)"),
+            std::string::npos);
+  EXPECT_NE(convert_with(R"({"temporal_patch_size": 1})").find("temporal_patch_size 1 disagrees"), std::string::npos);
+  EXPECT_NE(convert_with(R"({"image_mean": [0.5, 0.5], "image_std": [0.5, 0.5]})").find("in_channels 3"), std::string::npos);
+  EXPECT_NE(convert_with(R"({"image_mean": [0.5, 0.5, 0.5], "image_std": [1, 1]})").find("image_mean has 3 values but image_std has 2"),
+            std::string::npos);
+  EXPECT_NE(convert_with(R"({"merge_size": "two"})").find("merge_size must be a positive integer, got \"two\""), std::string::npos);
+  EXPECT_NE(convert_with(R"({"image_std": [0.5, 0, 0.5]})").find("image_std[1] = 0"), std::string::npos);
+  EXPECT_NE(convert_with("[1, 2]").find("preprocessor_config.json: not a JSON object"), std::string::npos);
+  EXPECT_NE(convert_with(R"({"min_pixels": 100, "max_pixels": 10})").find("min_pixels 100 exceeds max_pixels 10"),
+            std::string::npos);
+}
+
+}  // namespace
+}  // namespace patchfuse
