@@ -13,6 +13,7 @@ packages=(
   flatbuffers-compiler libflatbuffers-dev   # schema/*.fbs -> C++ header, runtime verifier
   nlohmann-json3-dev libcli11-dev           # converter only: config.json / safetensors headers, CLI
   libgtest-dev libgmock-dev libbenchmark-dev
+  libstb-dev                                # patchfuse-run --image: stb_image decoding and resizing
   libdnnl-dev                               # x86-64 backend
   libxnnpack-dev libpthreadpool-dev libcpuinfo-dev   # ARM (and x86-64) backend
 )

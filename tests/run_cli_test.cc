@@ -148,6 +148,52 @@ TEST_F(RunCli, BadInputs) {
                  "precision bf16 is not available on backend reference");
 }
 
+// The frames issue's acceptance check: a 448x448 PNG through patchfuse-run --image on every
+// backend and path gives what PyTorch's Conv3d gives on the pixel_values Hugging Face's processor
+// (its NumPy copy in make_frames.py) makes from the same pixels, within the bound of the precision
+// each run reports.
+TEST_F(RunCli, ImageThroughEveryBackendMatchesPytorch) {
+  const std::string fixture = std::string(PATCHFUSE_FRAMES_DIR) + "/qwen2_vl";
+  ASSERT_EQ(testing::run_command(std::string(PATCHFUSE_CONVERT_BIN) + " convert " + fixture + " -o " + (dir_ / "f.pfb")).exit_code, 0);
+  const std::vector<double> want = read_npy(fixture + "/expected_image_448.npy").value().to_double();
+  double max_ref = 0;
+  for (double w : want) max_ref = std::max(max_ref, std::fabs(w));
+  int ran = 0;
+  for (const char* backend : {"auto", "reference", "onednn", "xnnpack"}) {
+    for (const char* path : {"", " --no-fuse"}) {
+      const CommandResult r = run_cli((dir_ / "f.pfb") + " --image " + fixture + "/image_448.png --output " + out() +
+                                      " --backend " + backend + path);
+      if (r.exit_code != 0) {
+        EXPECT_NE(r.err.find("not built"), std::string::npos) << r.err;
+        continue;
+      }
+      EXPECT_NE(r.out.find("1 frame of 448x448 (already the model's size)"), std::string::npos) << r.out;
+      EXPECT_NE(r.out.find("image_grid_thw [1, 32, 32]: 1024 patches"), std::string::npos) << r.out;
+      const pf_precision computed = printed_precision(r.out);
+      ASSERT_NE(computed, PF_PRECISION_AUTO) << r.out;
+      const std::vector<double> y = output();
+      ASSERT_EQ(y.size(), want.size());
+      double max_err = 0;
+      for (size_t i = 0; i < y.size(); ++i) max_err = std::max(max_err, std::fabs(y[i] - want[i]));
+      EXPECT_LE(max_err, testing::max_relative_tolerance(computed) * max_ref) << backend << path << "\n" << r.out;
+      ++ran;
+    }
+  }
+  EXPECT_GE(ran, 4);
+  // A size that is not the model's is resized (and says so); a model without preprocessing refuses.
+  testing::write_bytes(dir_ / "x.ppm", [] {
+    std::string ppm = "P6\n100 60\n255\n" + std::string(100 * 60 * 3, '\x40');
+    return std::vector<uint8_t>(ppm.begin(), ppm.end());
+  }());
+  CommandResult r = run_cli((dir_ / "f.pfb") + " --image " + (dir_ / "x.ppm") + " --output " + out() + " --backend reference");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("1 frame of 60x100 resized to 56x112"), std::string::npos) << r.out;
+  std::remove(out().c_str());
+  expect_failure(model() + " --image " + (dir_ / "x.ppm") + " --output " + out(), "has no preprocessing");
+  testing::write_text(dir_ / "bad.png", "not a png");
+  expect_failure((dir_ / "f.pfb") + " --image " + (dir_ / "bad.png") + " --output " + out(), "bad.png: cannot decode the image");
+}
+
 TEST(ToolVersions, EveryToolAnswersVersion) {
   for (const std::string& bin : {std::string(PATCHFUSE_RUN_BIN), std::string(PATCHFUSE_CONVERT_BIN)}) {
     const CommandResult r = testing::run_command(bin + " --version");

@@ -10,7 +10,7 @@ sysroot=${2:?usage: make-sysroot.sh arm64|armhf SYSROOT_DIR}
 case "$arch" in arm64|armhf) ;; *) echo "make-sysroot: architecture '$arch' must be arm64 or armhf" >&2; exit 2 ;; esac
 
 packages=(
-  libxnnpack0 libxnnpack-dev libpthreadpool0 libpthreadpool-dev libcpuinfo0 libcpuinfo-dev
+  libxnnpack0 libxnnpack-dev libpthreadpool0 libpthreadpool-dev libcpuinfo0 libcpuinfo-dev libstb0 libstb-dev
   libgtest-dev libgmock-dev libbenchmark1debian libbenchmark-dev
   libflatbuffers-dev nlohmann-json3-dev libcli11-dev
 )

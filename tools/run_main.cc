@@ -1,11 +1,14 @@
 // patchfuse-run: runs one module of a .pfb on a .npy input and writes a .npy output (DESIGN.md §4).
 // Exit status: 0 success, 1 failure (bad input, I/O, unsupported), 2 usage error.
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <functional>
 
 #include "patchfuse/patchfuse.hpp"
 #include "tools/command_line.h"
+#include "tools/image_frames.h"
 #include "tools/npy.h"
 #include "tools/option_names.h"
 
@@ -16,15 +19,36 @@ int fail(const std::string& message) {
   return 1;
 }
 
+// Max |a - b| and max |b| over two outputs of the same size.
+std::pair<double, double> max_diff(const std::vector<float>& a, const std::vector<float>& b) {
+  double diff = 0, ref = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    diff = std::max(diff, static_cast<double>(std::fabs(a[i] - b[i])));
+    ref = std::max(ref, static_cast<double>(std::fabs(b[i])));
+  }
+  return {diff, ref};
+}
+
+// What one run needs: the rows it produces and how to compute them on a session.
+struct Job {
+  size_t rows = 0;
+  std::function<std::string(patchfuse::Session&, float*)> run;
+};
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"patchfuse-run: run a patch embedding of a .pfb model on .npy patches"};
-  std::string model_path, input_path, output_path, module, backend = "auto", precision = "auto";
+  CLI::App app{"patchfuse-run: run a patch embedding of a .pfb model on .npy patches or on images"};
+  std::string model_path, input_path, image_path, output_path, module, backend = "auto", precision = "auto";
+  std::vector<std::string> frame_paths;
   int threads = 1;
   bool no_fuse = false, compare = false;
   app.add_option("MODEL", model_path, "Model .pfb")->required();
-  app.add_option("--input", input_path, "float32 .npy, [N, C*kt*kh*kw] or [N, C, kt, kh, kw]")->required();
+  auto* input_opt = app.add_option("--input", input_path, "float32 .npy, [N, C*kt*kh*kw] or [N, C, kt, kh, kw] (pixel_values)");
+  auto* image_opt = app.add_option("--image", image_path, "A still image (PNG, JPEG, PPM, BMP, ...), preprocessed as Hugging Face does");
+  auto* frames_opt = app.add_option("--frames", frame_paths, "Video frames, comma-separated image files of one size")->delimiter(',');
+  input_opt->excludes(image_opt)->excludes(frames_opt);
+  image_opt->excludes(frames_opt);
   app.add_option("--output", output_path, "Output .npy, float32 [N, embed_dim]")->required();
   app.add_option("--backend", backend, "auto|reference|onednn|xnnpack")->check(CLI::IsMember(patchfuse::keys_of(patchfuse::backend_names())));
   app.add_option("--threads", threads, "Threads")->check(CLI::Range(1, 1024));
@@ -33,6 +57,10 @@ int main(int argc, char** argv) {
   app.add_flag("--no-fuse", no_fuse, "Run the original convolution instead of the fused GEMM");
   app.add_flag("--compare-reference", compare, "Also run the reference backend and print the difference");
   if (auto code = patchfuse::parse_command_line(app, argc, argv, "patchfuse-run")) return *code;
+  if (input_path.empty() && image_path.empty() && frame_paths.empty()) {
+    std::fprintf(stderr, "patchfuse-run: usage error: one of --input, --image or --frames is required (see --help)\n");
+    return 2;
+  }
 
   auto model = patchfuse::Model::open_file(model_path);
   if (!model) return fail(model.error());
@@ -49,22 +77,44 @@ int main(int argc, char** argv) {
   }
   const pf_module_info info = model->module(index);
 
-  auto x = patchfuse::read_npy(input_path);
-  if (!x.ok()) return fail(x.error().message);
-  if (x->descr != "<f4") return fail(input_path + ": dtype '" + x->descr + "' must be float32 ('<f4')");
-  const std::vector<int64_t> conv_row = {info.in_channels, info.kernel[0], info.kernel[1], info.kernel[2]};
-  const bool flat = x->shape.size() == 2 && x->shape[1] == info.patch_volume;
-  const bool five_d = x->shape.size() == 5 && std::vector<int64_t>(x->shape.begin() + 1, x->shape.end()) == conv_row;
-  if (!(flat || five_d) || x->shape[0] == 0) {
-    std::string shape;
-    for (int64_t d : x->shape) shape += (shape.empty() ? "" : ", ") + std::to_string(d);
-    return fail(input_path + ": shape (" + shape + ") must be [N, " + std::to_string(info.patch_volume) + "] or [N, " +
-                std::to_string(info.in_channels) + ", " + std::to_string(info.kernel[0]) + ", " +
-                std::to_string(info.kernel[1]) + ", " + std::to_string(info.kernel[2]) + "] with N >= 1 for module " +
-                info.path);
+  Job job;
+  patchfuse::NpyArray x;
+  patchfuse::LoadedFrames frames;
+  std::vector<const uint8_t*> frame_ptrs;
+  if (!input_path.empty()) {
+    auto read = patchfuse::read_npy(input_path);
+    if (!read.ok()) return fail(read.error().message);
+    x = std::move(read).value();
+    if (x.descr != "<f4") return fail(input_path + ": dtype '" + x.descr + "' must be float32 ('<f4')");
+    const std::vector<int64_t> conv_row = {info.in_channels, info.kernel[0], info.kernel[1], info.kernel[2]};
+    const bool flat = x.shape.size() == 2 && x.shape[1] == info.patch_volume;
+    const bool five_d = x.shape.size() == 5 && std::vector<int64_t>(x.shape.begin() + 1, x.shape.end()) == conv_row;
+    if (!(flat || five_d) || x.shape[0] == 0) {
+      std::string shape;
+      for (int64_t d : x.shape) shape += (shape.empty() ? "" : ", ") + std::to_string(d);
+      return fail(input_path + ": shape (" + shape + ") must be [N, " + std::to_string(info.patch_volume) + "] or [N, " +
+                  std::to_string(info.in_channels) + ", " + std::to_string(info.kernel[0]) + ", " +
+                  std::to_string(info.kernel[1]) + ", " + std::to_string(info.kernel[2]) + "] with N >= 1 for module " +
+                  info.path);
+    }
+    job.rows = static_cast<size_t>(x.shape[0]);
+    const float* input = reinterpret_cast<const float*>(x.bytes.data());
+    job.run = [&job, input](patchfuse::Session& s, float* out) { return s.run(input, job.rows, out); };
+  } else {
+    if (!image_path.empty()) frame_paths = {image_path};
+    auto loaded = patchfuse::load_frames(frame_paths, *model, index);
+    if (!loaded) return fail(model_path + ": " + loaded.error());
+    frames = std::move(*loaded);
+    frame_ptrs = frames.pointers();
+    std::printf("%zu frame%s of %zux%zu%s\n", frames.frames.size(), frames.frames.size() == 1 ? "" : "s", frames.source_height,
+                frames.source_width,
+                frames.resized ? (" resized to " + std::to_string(frames.height) + "x" + std::to_string(frames.width) +
+                                  " (stb_image_resize, not PIL's bicubic)").c_str()
+                               : " (already the model's size)");
+    job.run = [&frames, &frame_ptrs](patchfuse::Session& s, float* out) {
+      return s.run_frames(frame_ptrs.data(), frame_ptrs.size(), frames.height, frames.width, frames.width * 3, out);
+    };
   }
-  const size_t n = static_cast<size_t>(x->shape[0]);
-  const float* input = reinterpret_cast<const float*>(x->bytes.data());
 
   pf_session_options o = patchfuse::default_options();
   o.backend = patchfuse::backend_names().at(backend);
@@ -73,12 +123,20 @@ int main(int argc, char** argv) {
   o.path = no_fuse ? PF_PATH_UNFUSED : PF_PATH_FUSED;
   auto session = patchfuse::Session::create(*model, index, o);
   if (!session) return fail(model_path + ": module " + info.path + ": " + session.error());
-  std::vector<float> y(n * static_cast<size_t>(info.embed_dim));
+  if (!frame_ptrs.empty()) {
+    auto grid = session->frames_grid(frame_ptrs.size(), frames.height, frames.width);
+    if (!grid) return fail(model_path + ": module " + info.path + ": " + grid.error());
+    job.rows = static_cast<size_t>(grid->t * grid->h * grid->w);
+    std::printf("image_grid_thw [%lld, %lld, %lld]: %zu patches%s\n", static_cast<long long>(grid->t),
+                static_cast<long long>(grid->h), static_cast<long long>(grid->w), job.rows,
+                frame_ptrs.size() == 1 ? " (still image: weights summed over time, K = C*P*P)" : "");
+  }
+  std::vector<float> y(job.rows * static_cast<size_t>(info.embed_dim));
   const auto t0 = std::chrono::steady_clock::now();
-  const std::string err = session->run(input, n, y.data());
+  const std::string err = job.run(*session, y.data());
   const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   if (!err.empty()) return fail(err);
-  patchfuse::Status written = patchfuse::write_npy_f32(output_path, {static_cast<int64_t>(n), info.embed_dim}, y.data());
+  patchfuse::Status written = patchfuse::write_npy_f32(output_path, {static_cast<int64_t>(job.rows), info.embed_dim}, y.data());
   if (!written.ok()) return fail(written.error().message);
 
   const pf_session_info si = session->info();
@@ -86,8 +144,8 @@ int main(int argc, char** argv) {
               pf_backend_name(si.backend), si.detail, si.isa[0] ? ", isa " : "", si.isa, patchfuse::precision_text(si.precision),
               no_fuse ? "unfused" : "fused", si.threads, si.threads == 1 ? "" : "s");
   if (si.note[0] != '\0') std::printf("note: %s\n", si.note);
-  std::printf("wrote %s: float32 [%zu, %d] in %.3f ms (first run, includes one-time primitive setup)\n",
-              output_path.c_str(), n, info.embed_dim, ms);
+  std::printf("wrote %s: float32 [%zu, %d] in %.3f ms (first run, includes one-time setup)\n", output_path.c_str(), job.rows,
+              info.embed_dim, ms);
   if (compare) {
     pf_session_options r = patchfuse::default_options();
     r.backend = PF_BACKEND_REFERENCE;
@@ -95,15 +153,11 @@ int main(int argc, char** argv) {
     auto ref = patchfuse::Session::create(*model, index, r);
     if (!ref) return fail("reference session: " + ref.error());
     std::vector<float> yr(y.size());
-    const std::string rerr = ref->run(input, n, yr.data());
+    const std::string rerr = job.run(*ref, yr.data());
     if (!rerr.empty()) return fail(rerr);
-    double max_diff = 0, max_ref = 0;
-    for (size_t i = 0; i < y.size(); ++i) {
-      max_diff = std::max(max_diff, static_cast<double>(std::fabs(y[i] - yr[i])));
-      max_ref = std::max(max_ref, static_cast<double>(std::fabs(yr[i])));
-    }
-    std::printf("vs reference backend (f32): max |diff| %.3g = %.3g of max |ref| %.3g\n", max_diff,
-                max_ref > 0 ? max_diff / max_ref : 0.0, max_ref);
+    const auto [diff, max_ref] = max_diff(y, yr);
+    std::printf("vs reference backend (f32): max |diff| %.3g = %.3g of max |ref| %.3g\n", diff,
+                max_ref > 0 ? diff / max_ref : 0.0, max_ref);
   }
   return 0;
 }
