@@ -103,6 +103,28 @@ Status write_sample_checkpoint(const std::string& dir, const SampleSpec& spec) {
     config["vision_config"] = vision;
   }
   PF_RETURN_IF_ERROR(write_text(dir + "/config.json", config.dump(2) + "\n"));
+  if (spec.preprocessor) {
+    // Shaped like the real checkpoints' preprocessor_config.json: Qwen3 models normalize with
+    // 0.5/0.5 and budget pixels with size{}, Qwen2-family with CLIP's mean/std and min/max_pixels,
+    // GLM-4V with its own processor.
+    const bool qwen3 = a.model_type.rfind("qwen3", 0) == 0, glm = a.model_type.rfind("glm4v", 0) == 0;
+    const std::vector<double> clip_mean = {0.48145466, 0.4578275, 0.40821073}, clip_std = {0.26862954, 0.26130258, 0.27577711};
+    nlohmann::ordered_json pre = {
+        {"image_processor_type", glm ? "Glm4vImageProcessor" : "Qwen2VLImageProcessor"},
+        {"do_rescale", true}, {"rescale_factor", 1.0 / 255}, {"do_normalize", true},
+        {"image_mean", qwen3 ? std::vector<double>(3, 0.5) : clip_mean},
+        {"image_std", qwen3 ? std::vector<double>(3, 0.5) : clip_std},
+        {"patch_size", a.kernel[1]}, {"temporal_patch_size", a.kernel[0]}, {"merge_size", 2}};
+    if (qwen3) {
+      pre["size"] = {{"shortest_edge", 65536}, {"longest_edge", 16777216}};
+    } else if (glm) {
+      pre["size"] = {{"shortest_edge", 12544}, {"longest_edge", 9633792}};
+    } else {
+      pre["min_pixels"] = 3136;
+      pre["max_pixels"] = 12845056;
+    }
+    PF_RETURN_IF_ERROR(write_text(dir + "/preprocessor_config.json", pre.dump(2) + "\n"));
+  }
   if (spec.patches == 0) return {};
   const int64_t volume = 3 * a.kernel[0] * a.kernel[1] * a.kernel[2];
   std::vector<float> pixels(static_cast<size_t>(spec.patches * volume));

@@ -20,6 +20,7 @@ struct SampleSpec {
   uint64_t seed = 1;
   int64_t embed_dim = 0;   // 0: the architecture's real width; tests use smaller ones
   int64_t patches = 64;    // rows of pixel_values.npy, the matching float32 input; 0 writes none
+  bool preprocessor = true;  // also write preprocessor_config.json (so the model takes frames)
 };
 
 // Creates `dir` if needed. Deterministic for a given spec.

@@ -189,7 +189,9 @@ TEST_F(RunCli, ImageThroughEveryBackendMatchesPytorch) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("1 frame of 60x100 resized to 56x112"), std::string::npos) << r.out;
   std::remove(out().c_str());
-  expect_failure(model() + " --image " + (dir_ / "x.ppm") + " --output " + out(), "has no preprocessing");
+  const std::string golden = std::string(PATCHFUSE_GOLDEN_DIR) + "/qwen2_vl_f32";  // no preprocessor_config.json
+  ASSERT_EQ(testing::run_command(std::string(PATCHFUSE_CONVERT_BIN) + " convert " + golden + " -o " + (dir_ / "g.pfb")).exit_code, 0);
+  expect_failure((dir_ / "g.pfb") + " --image " + (dir_ / "x.ppm") + " --output " + out(), "has no preprocessing");
   testing::write_text(dir_ / "bad.png", "not a png");
   expect_failure((dir_ / "f.pfb") + " --image " + (dir_ / "bad.png") + " --output " + out(), "bad.png: cannot decode the image");
 }

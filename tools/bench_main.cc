@@ -2,7 +2,9 @@
 // backend x precision x path x threads x patches: init (open + session creation, packing
 // included), first run, then timed runs after warm-up with min / mean / std / p50 / p90 / p99 /
 // max, GFLOP/s, peak RSS; with --path both, fused and unfused are timed alternately, run for run,
-// so their ratio is measured side by side under the same machine noise.
+// so their ratio is measured side by side under the same machine noise. With --image HxW the
+// frames path (seeded synthetic uint8 frames: gather + GEMM on the folded weights, a still image at
+// half K) is timed against the pixel_values path on the same number of patches, also alternately.
 #include <sched.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
@@ -17,6 +19,7 @@
 #include "patchfuse/patchfuse.hpp"
 #include "runtime/core/output_file.h"
 #include "tools/command_line.h"
+#include "tools/image_frames.h"
 #include "tools/machine_info.h"
 #include "tools/npy.h"
 #include "tools/option_names.h"
@@ -59,7 +62,7 @@ Stats stats_of(std::vector<double> v) {
 }
 
 struct Options {
-  std::string model, input, json, pin, module;
+  std::string model, input, json, pin, module, image;
   std::vector<std::string> backends = {"auto"}, precisions = {"auto"};
   std::vector<int> threads = {1};
   std::vector<size_t> patches = {1024};
@@ -67,6 +70,14 @@ struct Options {
   int warmup = 5, runs = 30;
   double min_time = 0.0;  // seconds of timed runs per configuration, on top of --runs
   uint32_t seed = 1;
+  size_t frames = 1;
+};
+
+// What one timed configuration runs: the pixel_values path or the frames path, on a path.
+struct Variant {
+  pf_path path;
+  bool frames;
+  std::string name() const { return std::string(frames ? "frames/" : "") + (path == PF_PATH_FUSED ? "fused" : "unfused"); }
 };
 
 // One timed session.
@@ -98,6 +109,9 @@ int main(int argc, char** argv) {
   app.add_option("--module", o.module, "Module path when the model has several");
   app.add_option("--pin", o.pin, "Pin the process (and its threads) to these CPUs, e.g. 0,1");
   app.add_option("--json", o.json, "Write every figure, the machine and the configuration as JSON");
+  app.add_option("--image", o.image, "HxW: also time the frames path on a still image of this size (e.g. 448x448), "
+                                     "beside the pixel_values path on its patches");
+  app.add_option("--frames", o.frames, "Frames of the --image video (1 = still image)")->check(CLI::Range(1, 4096));
   if (auto code = patchfuse::parse_command_line(app, argc, argv, "patchfuse-bench")) return *code;
   auto fail = [](const std::string& m) {
     std::fprintf(stderr, "patchfuse-bench: error: %s\n", m.c_str());
@@ -142,6 +156,27 @@ int main(int argc, char** argv) {
   ::stat(o.model.c_str(), &st);
   const double model_mb = static_cast<double>(st.st_size) / (1 << 20);
 
+  // --image: the frames and their grid; N is the grid's row count.
+  patchfuse::LoadedFrames frames;
+  std::vector<const uint8_t*> frame_ptrs;
+  if (!o.image.empty()) {
+    unsigned long h = 0, w = 0;
+    char x = 0, extra = 0;
+    if (std::sscanf(o.image.c_str(), "%lu%c%lu%c", &h, &x, &w, &extra) != 3 || x != 'x' || h == 0 || w == 0 || h > 16384 ||
+        w > 16384) {
+      std::fprintf(stderr, "patchfuse-bench: usage error: --image '%s' must be HxW, e.g. 448x448\n", o.image.c_str());
+      return 2;
+    }
+    frames = patchfuse::synthetic_frames(o.frames, h, w, o.seed);
+    frame_ptrs = frames.pointers();
+    pf_session_options so = patchfuse::default_options();
+    so.backend = PF_BACKEND_REFERENCE;
+    auto s = patchfuse::Session::create(*probe, index, so);
+    if (!s) return fail(o.model + ": " + s.error());
+    auto grid = s->frames_grid(o.frames, h, w);
+    if (!grid) return fail(o.model + ": --image " + o.image + ": " + grid.error());
+    o.patches = {static_cast<size_t>(grid->t * grid->h * grid->w)};
+  }
   const size_t max_n = *std::max_element(o.patches.begin(), o.patches.end());
   std::vector<float> input(max_n * k);
   if (!o.input.empty()) {
@@ -164,16 +199,29 @@ int main(int argc, char** argv) {
   }
   std::vector<float> output(max_n * out);
 
-  std::vector<pf_path> paths;
-  if (o.path != "unfused") paths.push_back(PF_PATH_FUSED);
-  if (o.path != "fused") paths.push_back(PF_PATH_UNFUSED);
+  std::vector<Variant> paths;
+  for (bool f : {false, true}) {
+    if (f && frame_ptrs.empty()) continue;
+    if (o.path != "unfused") paths.push_back({PF_PATH_FUSED, f});
+    if (o.path != "fused") paths.push_back({PF_PATH_UNFUSED, f});
+  }
+  // One timed call of variant `v` on a session.
+  auto run = [&](patchfuse::Session& s, const Variant& v, size_t n) {
+    return v.frames ? s.run_frames(frame_ptrs.data(), frame_ptrs.size(), frames.height, frames.width, frames.width * 3,
+                                   output.data())
+                    : s.run(input.data(), n, output.data());
+  };
 
   ojson results = ojson::array();
   std::printf("%s: module %s, %zu -> %zu, %s weights, %.1f MB file; %s (%s), %d CPUs online%s\n", o.model.c_str(), info.path,
               k, out, info.dtype == PF_DTYPE_F32 ? "f32" : info.dtype == PF_DTYPE_F16 ? "f16" : "bf16", model_mb,
               machine.cpu_model.c_str(), machine.architecture.c_str(), machine.online_cpus,
               machine.emulated ? " [EMULATED: not a speed measurement]" : "");
-  std::printf("%-9s %-9s %-7s %3s %6s | %8s %8s | %8s %8s %8s %8s %8s %8s | %8s %7s %s\n", "backend", "precision", "path", "thr",
+  if (!frame_ptrs.empty()) {
+    std::printf("frames: %zu synthetic frame%s of %zux%zu (seed %u) -> %zu patches; pixel_values rows are timed on the same N\n",
+                frame_ptrs.size(), frame_ptrs.size() == 1 ? "" : "s", frames.height, frames.width, o.seed, max_n);
+  }
+  std::printf("%-9s %-9s %-13s %3s %6s | %8s %8s | %8s %8s %8s %8s %8s %8s | %8s %7s %s\n", "backend", "precision", "path", "thr",
               "N", "init_ms", "first_ms", "p50_ms", "p90_ms", "p99_ms", "min_ms", "mean_ms", "std_ms", "GFLOP/s", "rss_MB",
               "speedup");
   const size_t total = o.backends.size() * o.precisions.size() * o.threads.size() * o.patches.size();
@@ -199,7 +247,7 @@ int main(int argc, char** argv) {
             so.backend = patchfuse::backend_names().at(backend);
             so.precision = patchfuse::precision_names().at(precision);
             so.threads = threads;
-            so.path = paths[p];
+            so.path = paths[p].path;
             auto session = patchfuse::Session::create(*model, index, so);
             if (!session) {
               m[p].error = session.error();
@@ -207,7 +255,7 @@ int main(int argc, char** argv) {
             }
             m[p].init_ms = ms_since(t0);
             const auto t1 = Clock::now();
-            m[p].error = session->run(input.data(), n, output.data());
+            m[p].error = run(*session, paths[p], n);
             m[p].first_ms = ms_since(t1);
             m[p].info = session->info();
             models[p].emplace(std::move(*model));
@@ -215,7 +263,7 @@ int main(int argc, char** argv) {
           }
           for (int w = 0; w < o.warmup; ++w) {
             for (size_t p = 0; p < paths.size(); ++p) {
-              if (sessions[p] && m[p].error.empty()) m[p].error = sessions[p]->run(input.data(), n, output.data());
+              if (sessions[p] && m[p].error.empty()) m[p].error = run(*sessions[p], paths[p], n);
             }
           }
           // Timed runs, alternating the paths run for run.
@@ -224,21 +272,36 @@ int main(int argc, char** argv) {
             for (size_t p = 0; p < paths.size(); ++p) {
               if (!sessions[p] || !m[p].error.empty()) continue;
               const auto t = Clock::now();
-              m[p].error = sessions[p]->run(input.data(), n, output.data());
+              m[p].error = run(*sessions[p], paths[p], n);
               m[p].runs_ms.push_back(ms_since(t));
             }
           }
           const double rss = peak_rss_mb();
           std::vector<Stats> s(paths.size());
           for (size_t p = 0; p < paths.size(); ++p) s[p] = stats_of(m[p].runs_ms);
-          const bool both_ok = paths.size() == 2 && m[0].error.empty() && m[1].error.empty();
-          const double speedup = both_ok && s[0].p50 > 0 ? s[1].p50 / s[0].p50 : 0.0;
+          // Side-by-side ratios: unfused over fused (same input), pixel_values over frames (same path).
+          auto partner = [&](size_t p, bool frames_side) -> std::optional<size_t> {
+            for (size_t q = 0; q < paths.size(); ++q) {
+              const bool match = frames_side ? paths[q].path == paths[p].path && paths[q].frames != paths[p].frames
+                                             : paths[q].frames == paths[p].frames && paths[q].path != paths[p].path;
+              if (match && m[q].error.empty() && m[p].error.empty() && s[q].p50 > 0) return q;
+            }
+            return std::nullopt;
+          };
           for (size_t p = 0; p < paths.size(); ++p) {
-            const char* path_name = paths[p] == PF_PATH_FUSED ? "fused" : "unfused";
+            const std::string path_name = paths[p].name();
+            const auto other_path = partner(p, false);
+            const double unfused_over_fused = !other_path ? 0.0
+                                              : paths[p].path == PF_PATH_FUSED ? s[*other_path].p50 / s[p].p50
+                                                                               : s[p].p50 / s[*other_path].p50;
+            const auto pixels_partner = paths[p].frames ? partner(p, true) : std::nullopt;
+            const double pixels_over_frames = pixels_partner ? s[*pixels_partner].p50 / s[p].p50 : 0.0;
+            // The table shows each ratio once: on the fused row, and on the frames row.
+            const double speedup = pixels_partner ? pixels_over_frames : paths[p].path == PF_PATH_FUSED ? unfused_over_fused : 0.0;
             ojson j = {{"backend_requested", backend}, {"precision_requested", precision}, {"path", path_name},
                        {"threads_requested", threads}, {"patches", n}};
             if (!m[p].error.empty()) {
-              std::printf("%-9s %-9s %-7s %3d %6zu | skipped: %s\n", backend.c_str(), precision.c_str(), path_name, threads, n,
+              std::printf("%-9s %-9s %-13s %3d %6zu | skipped: %s\n", backend.c_str(), precision.c_str(), path_name.c_str(), threads, n,
                           m[p].error.c_str());
               j["error"] = m[p].error;
               results.push_back(j);
@@ -246,11 +309,13 @@ int main(int argc, char** argv) {
             }
             ++ran;
             const pf_session_info& si = m[p].info;
-            const double gflops = 2.0 * static_cast<double>(n) * static_cast<double>(k) * static_cast<double>(out) / (s[p].p50 * 1e6);
-            std::printf("%-9s %-9s %-7s %3d %6zu | %8.3f %8.3f | %8.4f %8.4f %8.4f %8.4f %8.4f %8.4f | %8.1f %7.1f %s\n",
-                        pf_backend_name(si.backend), patchfuse::precision_text(si.precision), path_name, si.threads, n, m[p].init_ms,
-                        m[p].first_ms, s[p].p50, s[p].p90, s[p].p99, s[p].min, s[p].mean, s[p].std, gflops, rss,
-                        both_ok && p == 0 ? ("x" + std::to_string(speedup).substr(0, 5)).c_str() : "");
+            // GFLOP/s of the GEMM actually run: a still image's frames path has K = C*P*P.
+            const size_t k_run = paths[p].frames && frame_ptrs.size() == 1 ? k / static_cast<size_t>(info.kernel[0]) : k;
+            const double gflops = 2.0 * static_cast<double>(n) * static_cast<double>(k_run) * static_cast<double>(out) / (s[p].p50 * 1e6);
+            std::printf("%-9s %-9s %-13s %3d %6zu | %8.3f %8.3f | %8.4f %8.4f %8.4f %8.4f %8.4f %8.4f | %8.1f %7.1f %s\n",
+                        pf_backend_name(si.backend), patchfuse::precision_text(si.precision), path_name.c_str(), si.threads, n,
+                        m[p].init_ms, m[p].first_ms, s[p].p50, s[p].p90, s[p].p99, s[p].min, s[p].mean, s[p].std, gflops, rss,
+                        speedup > 0 ? ("x" + std::to_string(speedup).substr(0, 5)).c_str() : "");
             j["backend"] = pf_backend_name(si.backend);
             j["precision"] = patchfuse::precision_text(si.precision);
             j["threads"] = si.threads;
@@ -267,7 +332,9 @@ int main(int argc, char** argv) {
                                {"p90", s[p].p90}, {"p99", s[p].p99}, {"max", s[p].max}};
             j["gflops_at_p50"] = gflops;
             j["peak_rss_mb"] = rss;
-            if (both_ok) j["unfused_over_fused_p50"] = speedup;
+            if (other_path) j["unfused_over_fused_p50"] = unfused_over_fused;
+            if (pixels_partner) j["pixels_over_frames_p50"] = pixels_over_frames;
+            j["input"] = paths[p].frames ? "frames" : "pixel_values";
             results.push_back(j);
           }
         }
@@ -285,7 +352,8 @@ int main(int argc, char** argv) {
         {"configuration",
          {{"backends", o.backends}, {"precisions", o.precisions}, {"threads", o.threads}, {"patches", o.patches},
           {"path", o.path}, {"warmup", o.warmup}, {"runs", o.runs}, {"min_time_s", o.min_time},
-          {"input", o.input.empty() ? "synthetic, seed " + std::to_string(o.seed) : o.input}}},
+          {"input", o.input.empty() ? "synthetic, seed " + std::to_string(o.seed) : o.input},
+          {"image", o.image}, {"frames", frame_ptrs.size()}}},
         {"results", results}};
     const std::string text = doc.dump(2) + "\n";
     patchfuse::Status w = patchfuse::write_file_atomically(o.json, std::vector<uint8_t>(text.begin(), text.end()));

@@ -6,6 +6,8 @@
 // and compare each Session/... median with the Raw/... median of the same arguments. Random
 // interleaving runs the repetitions of all benchmarks shuffled, so a ratio is measured side by
 // side rather than minutes apart.
+// Frames/...: a still 448x448 image (1024 patches) through the frames path, and Gather/448x448:
+// the gather alone (uint8 frame -> rows), so the gather's share of the frames path is one ratio.
 #include <benchmark/benchmark.h>
 
 #include <cmath>
@@ -14,6 +16,7 @@
 #include <vector>
 
 #include "converter/model_writer.h"
+#include "runtime/frames/gather.h"
 #include "patchfuse/patchfuse.hpp"
 
 #ifdef PATCHFUSE_WITH_ONEDNN
@@ -45,22 +48,86 @@ const std::vector<float>& weights() {  // [kOut, kK]
   return w;
 }
 
+// `preprocessed`: with Qwen2-VL's image preprocessing, so the frames path can run.
+patchfuse::ModuleRecord module_record(bool preprocessed) {
+  patchfuse::ModuleRecord m;
+  m.path = "visual.patch_embed";
+  m.family = patchfuse::find_family("patch_embeddings");
+  m.geometry.kernel = m.geometry.stride = {2, 14, 14};
+  m.geometry.padding = {0, 0, 0};
+  m.geometry.dilation = {1, 1, 1};
+  m.geometry.in_channels = 3;
+  m.geometry.embed_dim = kOut;
+  m.weight = {"visual.patch_embed.linear_proj.weight", {kOut, kK}, patchfuse::DType::kF32,
+              std::vector<uint8_t>(reinterpret_cast<const uint8_t*>(weights().data()),
+                                   reinterpret_cast<const uint8_t*>(weights().data() + weights().size()))};
+  if (preprocessed) {
+    patchfuse::Preprocessing p;
+    p.mean = {0.48145466f, 0.4578275f, 0.40821073f};
+    p.std = {0.26862954f, 0.26130258f, 0.27577711f};
+    p.min_pixels = 3136;
+    p.max_pixels = 12845056;
+    m.preprocessing = p;
+  }
+  return m;
+}
+
+std::vector<uint8_t> build(bool preprocessed) {
+  return patchfuse::build_model("qwen2_vl", patchfuse::validate_fusion_config(patchfuse::default_fusion_config()).value(),
+                                {module_record(preprocessed)});
+}
+
 const std::vector<uint8_t>& model_bytes() {
-  static const std::vector<uint8_t> bytes = [] {
-    patchfuse::ModuleRecord m;
-    m.path = "visual.patch_embed";
-    m.family = patchfuse::find_family("patch_embeddings");
-    m.geometry.kernel = m.geometry.stride = {2, 14, 14};
-    m.geometry.padding = {0, 0, 0};
-    m.geometry.dilation = {1, 1, 1};
-    m.geometry.in_channels = 3;
-    m.geometry.embed_dim = kOut;
-    m.weight = {"visual.patch_embed.linear_proj.weight", {kOut, kK}, patchfuse::DType::kF32,
-                std::vector<uint8_t>(reinterpret_cast<const uint8_t*>(weights().data()),
-                                     reinterpret_cast<const uint8_t*>(weights().data() + weights().size()))};
-    return patchfuse::build_model("qwen2_vl", patchfuse::validate_fusion_config(patchfuse::default_fusion_config()).value(), {m});
-  }();
+  static const std::vector<uint8_t> bytes = build(false);
   return bytes;
+}
+
+const std::vector<uint8_t>& frames_model_bytes() {
+  static const std::vector<uint8_t> bytes = build(true);
+  return bytes;
+}
+
+constexpr size_t kSide = 448;  // a still 448x448 image: 32 x 32 = 1024 patches
+
+const std::vector<uint8_t>& frame() {
+  static const std::vector<uint8_t> f = [] {
+    std::vector<uint8_t> v(kSide * kSide * 3);
+    uint32_t s = 7;
+    for (uint8_t& x : v) x = static_cast<uint8_t>((s = s * 1664525u + 1013904223u) >> 24);
+    return v;
+  }();
+  return f;
+}
+
+void frames_run(benchmark::State& state, pf_backend backend, pf_precision precision) {
+  auto model = patchfuse::Model::open_memory(frames_model_bytes().data(), frames_model_bytes().size());
+  pf_session_options o = patchfuse::default_options();
+  o.backend = backend;
+  o.precision = precision;
+  o.threads = static_cast<int32_t>(state.range(0));
+  auto session = patchfuse::Session::create(*model, 0, o);
+  if (!session) {
+    state.SkipWithError(session.error().c_str());
+    return;
+  }
+  const uint8_t* f = frame().data();
+  std::vector<float> y(1024 * kOut);
+  session->run_frames(&f, 1, kSide, kSide, kSide * 3, y.data());  // folds and packs the still weights once
+  for (auto _ : state) {
+    if (!session->run_frames(&f, 1, kSide, kSide, kSide * 3, y.data()).empty()) state.SkipWithError("run failed");
+  }
+  state.counters["GFLOP/s"] = benchmark::Counter(2.0 * 1024 * (kK / 2) * kOut * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+}
+
+void gather_only(benchmark::State& state) {
+  const patchfuse::Preprocessing p = *module_record(true).preprocessing;
+  const patchfuse::FrameGrid grid = patchfuse::frame_grid(p, 1, kSide, kSide).value();
+  std::vector<float> rows(static_cast<size_t>(grid.rows()) * kK / 2);
+  const uint8_t* f = frame().data();
+  for (auto _ : state) {
+    patchfuse::gather_rows(&f, 1, kSide * 3, grid, p, 3, true, rows.data());
+    benchmark::DoNotOptimize(rows.data());
+  }
 }
 
 void set_counters(benchmark::State& state, size_t n) {
@@ -182,6 +249,20 @@ void args(benchmark::internal::Benchmark* b) {
   benchmark::RegisterBenchmark("Session/xnnpack/f32", session_run, PF_BACKEND_XNNPACK, PF_PRECISION_F32)->Apply(args);
   benchmark::RegisterBenchmark("Raw/xnnpack/f32", raw_xnnpack)->Apply(args);
 #endif
+  // The frames path, and the gather alone, for one still 448x448 image; threads 1 and 2.
+  auto frames_args = [](benchmark::internal::Benchmark* b) {
+    b->Arg(1)->Arg(2)->ArgNames({"threads"})->UseRealTime()->Unit(benchmark::kMicrosecond);
+  };
+#ifdef PATCHFUSE_WITH_ONEDNN
+  benchmark::RegisterBenchmark("Frames/onednn/f32/448x448", frames_run, PF_BACKEND_ONEDNN, PF_PRECISION_F32)->Apply(frames_args);
+  if (bf16_available()) {
+    benchmark::RegisterBenchmark("Frames/onednn/bf16/448x448", frames_run, PF_BACKEND_ONEDNN, PF_PRECISION_BF16)->Apply(frames_args);
+  }
+#endif
+#ifdef PATCHFUSE_WITH_XNNPACK
+  benchmark::RegisterBenchmark("Frames/xnnpack/f32/448x448", frames_run, PF_BACKEND_XNNPACK, PF_PRECISION_F32)->Apply(frames_args);
+#endif
+  benchmark::RegisterBenchmark("Gather/448x448", gather_only)->UseRealTime()->Unit(benchmark::kMicrosecond);
   return true;
 }();
 
