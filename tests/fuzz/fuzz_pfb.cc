@@ -1,5 +1,6 @@
 // libFuzzer target: a .pfb model given to pf_model_open_memory, and for every module it accepts,
-// a session on each backend built here, both paths, run on two rows. A model that passes
+// a session on each backend built here, both paths, run on two rows, and where the module has
+// preprocessing, on one still frame of the smallest size it takes. A model that passes
 // verification must never make a backend read outside it.
 #include <cstring>
 #include <vector>
@@ -31,6 +32,19 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         pf_session* s = nullptr;
         if (pf_session_create(model, i, &o, &s) != PF_OK) continue;
         if (pf_session_run(s, x.data(), n, y.data()) != PF_OK) __builtin_trap();
+        if (info.has_preprocessing) {
+          int64_t side = 0, unused = 0;  // smart_resize of a 1x1 image: at least one merge block
+          if (pf_model_frame_size(model, i, 1, 1, &side, &unused) == PF_OK && side > 0 && side <= 256) {
+            pf_grid g{};
+            const size_t sz = static_cast<size_t>(side);
+            if (pf_session_frames_grid(s, 1, sz, sz, &g) == PF_OK) {
+              std::vector<uint8_t> frame(sz * sz * 3, 128);
+              std::vector<float> out(static_cast<size_t>(g.t * g.h * g.w) * static_cast<size_t>(info.embed_dim));
+              const uint8_t* f = frame.data();
+              if (pf_session_run_frames(s, &f, 1, sz, sz, sz * 3, out.data(), &g) != PF_OK) __builtin_trap();
+            }
+          }
+        }
         pf_session_release(s);
       }
     }
