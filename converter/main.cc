@@ -6,7 +6,7 @@
 #include "converter/export.h"
 #include "converter/fusion_flags.h"
 #include "converter/inspect.h"
-#include "tools/command_line.h"
+#include "cli/command_line.h"
 
 using namespace patchfuse;
 

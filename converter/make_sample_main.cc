@@ -3,7 +3,7 @@
 #include <cstdio>
 
 #include "converter/sample_checkpoint.h"
-#include "tools/command_line.h"
+#include "cli/command_line.h"
 
 using namespace patchfuse;
 

@@ -8,7 +8,7 @@
 
 #include "runtime/core/output_file.h"
 #include "converter/safetensors.h"
-#include "tools/npy.h"
+#include "cli/npy.h"
 
 namespace patchfuse {
 

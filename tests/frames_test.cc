@@ -15,7 +15,7 @@
 #include "runtime/model/model_file.h"
 #include "tests/support/test_util.h"
 #include "tests/support/tolerance.h"
-#include "tools/npy.h"
+#include "cli/npy.h"
 
 namespace patchfuse {
 namespace {

@@ -9,7 +9,7 @@
 #include "converter/convert.h"
 #include "runtime/model/model_file.h"
 #include "tests/support/test_util.h"
-#include "tools/npy.h"
+#include "cli/npy.h"
 
 namespace patchfuse {
 namespace {

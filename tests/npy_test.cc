@@ -1,5 +1,5 @@
 // .npy reading and writing, and the errors for files patchfuse-run cannot use.
-#include "tools/npy.h"
+#include "cli/npy.h"
 
 #include <gtest/gtest.h>
 

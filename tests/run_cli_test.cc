@@ -10,7 +10,7 @@
 #include "tests/support/test_util.h"
 #include "tests/support/tolerance.h"
 #include "tools/option_names.h"
-#include "tools/npy.h"
+#include "cli/npy.h"
 
 namespace patchfuse {
 namespace {

@@ -9,7 +9,7 @@
 #include "patchfuse/patchfuse.hpp"
 #include "tests/support/test_util.h"
 #include "tests/support/tolerance.h"
-#include "tools/npy.h"
+#include "cli/npy.h"
 
 namespace patchfuse {
 namespace {

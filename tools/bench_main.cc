@@ -18,10 +18,10 @@
 
 #include "patchfuse/patchfuse.hpp"
 #include "runtime/core/output_file.h"
-#include "tools/command_line.h"
+#include "cli/command_line.h"
 #include "tools/image_frames.h"
 #include "tools/machine_info.h"
-#include "tools/npy.h"
+#include "cli/npy.h"
 #include "tools/option_names.h"
 
 namespace {

@@ -7,9 +7,9 @@
 #include <functional>
 
 #include "patchfuse/patchfuse.hpp"
-#include "tools/command_line.h"
+#include "cli/command_line.h"
 #include "tools/image_frames.h"
-#include "tools/npy.h"
+#include "cli/npy.h"
 #include "tools/option_names.h"
 
 namespace {

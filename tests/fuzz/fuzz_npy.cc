@@ -1,6 +1,6 @@
 // libFuzzer target: a .npy file as patchfuse-run reads its input.
 #include "tests/fuzz/fuzz_input_file.h"
-#include "tools/npy.h"
+#include "cli/npy.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string path = patchfuse::fuzz::write_input("x.npy", data, size);

@@ -1,7 +1,7 @@
 // Overhead microbenchmarks (Google Benchmark; built with the project, not run by ctest): a
 // patchfuse session run against the raw backend call on the same weights and shapes, Qwen2-VL
 // geometry (1176 -> 1280), N = 1, 16, 256, 1024, 4096, 1 and 2 threads. Run:
-//   build/tools/patchfuse-overhead-bench --benchmark_repetitions=5 --benchmark_enable_random_interleaving=true
+//   build/tests/bench/patchfuse-overhead-bench --benchmark_repetitions=5 --benchmark_enable_random_interleaving=true
 //       --benchmark_report_aggregates_only=true
 // and compare each Session/... median with the Raw/... median of the same arguments. Random
 // interleaving runs the repetitions of all benchmarks shuffled, so a ratio is measured side by

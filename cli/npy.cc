@@ -1,4 +1,4 @@
-#include "tools/npy.h"
+#include "cli/npy.h"
 
 #include <cerrno>
 #include <cstdlib>
