@@ -19,7 +19,7 @@ packages=(
 )
 for set in "$@"; do
   case "$set" in
-    arm) packages+=(g++-aarch64-linux-gnu g++-arm-linux-gnueabihf qemu-user file) ;;
+    arm) packages+=(g++-aarch64-linux-gnu g++-arm-linux-gnueabihf qemu-user file lintian) ;;  # lintian: the .deb checks
     sanitize) packages+=(clang-14 libclang-rt-14-dev) ;;  # GCC's libasan/libubsan/libtsan come with g++
     fixtures) packages+=(python3-torch python3-numpy) ;;
     *) echo "usage: scripts/install-deps.sh [arm] [sanitize] [fixtures]" >&2; exit 2 ;;

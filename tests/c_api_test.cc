@@ -192,6 +192,8 @@ TEST(CApi, BadArguments) {
   pf_model_release(nullptr);
   EXPECT_STREQ(pf_status_name(PF_INVALID_MODEL), "invalid model");
   EXPECT_STREQ(pf_backend_name(PF_BACKEND_XNNPACK), "xnnpack");
+  EXPECT_STREQ(pf_version(), PF_VERSION_STRING);  // the loaded library is the one compiled against
+  EXPECT_EQ(PF_VERSION_NUMBER, PF_MAKE_VERSION(PF_VERSION_MAJOR, PF_VERSION_MINOR, PF_VERSION_PATCH));
 }
 
 // The header asks for 8-byte-aligned caller memory; anything else is a bad argument, not a model

@@ -32,6 +32,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "patchfuse/version.h"
+
 #if defined(_WIN32)
 #define PF_API __declspec(dllexport)
 #else
@@ -142,7 +144,8 @@ PF_API const char* pf_status_name(pf_status status);
 PF_API const char* pf_backend_name(pf_backend backend);
 /** 1 when `backend` is built into this library and can run on this CPU, else 0. */
 PF_API int pf_backend_available(pf_backend backend);
-/** Library version, e.g. "0.1.0". Static. */
+/** Version of the library actually loaded, e.g. "0.2.0" (PF_VERSION_STRING is the one compiled
+ *  against). Static. */
 PF_API const char* pf_version(void);
 
 /** Opens and verifies a .pfb file through a read-only mmap (zero-copy).

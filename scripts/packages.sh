@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# Consumes patchfuse the way a device team does, from the build folders scripts/test.sh made
+# (build/, build-aarch64/, build-armhf/):
+#   1. .deb packages with CPack for amd64, arm64 and armhf; dpkg-deb -I of each; lintian on each
+#   2. examples/embed built with find_package against the native install tree, then run
+#   3. the same C program built with pkg-config against the amd64 .debs unpacked with dpkg -x, run
+#   4. examples/embed cross-built for aarch64 against the aarch64 install tree (the host converter
+#      found on PATH by patchfuse_convert), run under qemu-aarch64
+# Each run checks its embeddings against the reference backend and fails on a mismatch.
+#   scripts/packages.sh [OUT_DIR]     (default out/packages)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+out=$(realpath -m "${1:-out/packages}")
+rm -rf "$out" && mkdir -p "$out"
+checkpoint=$PWD/tests/fixtures/frames/qwen2_vl   # has a preprocessor_config.json: the frames path runs
+
+echo "--- 1. packages"
+for build in build build-aarch64 build-armhf; do
+  [[ -d $build ]] || { echo "packages: $build is missing; run scripts/test.sh first" >&2; exit 1; }
+  (cd "$build" && cpack -G DEB -B "$out/debs-$build" > "$out/cpack-$build.log") || { cat "$out/cpack-$build.log"; exit 1; }
+done
+for deb in "$out"/debs-*/*.deb; do
+  echo "== $(basename "$deb")"
+  dpkg-deb -I "$deb" | grep -E '^ (Package|Version|Architecture|Multi-Arch|Depends|Section):'
+done
+echo "== lintian (every tag it reports is listed with the reason in README 'Using patchfuse in your project')"
+lintian --no-tag-display-limit "$out"/debs-*/*.deb | sort | uniq -c | tee "$out/lintian.txt" || true
+
+echo "--- 2. find_package against the native install tree"
+cmake --install build --prefix "$out/prefix" > /dev/null
+cmake -S examples/embed -B "$out/example" -DCMAKE_PREFIX_PATH="$out/prefix" -DEXAMPLE_CHECKPOINT="$checkpoint" > /dev/null
+cmake --build "$out/example" > /dev/null
+libdir=$(cd "$out/prefix" && ls -d lib/*-linux-gnu)
+LD_LIBRARY_PATH="$out/prefix/$libdir" "$out/example/patchfuse-example" "$out/example/model.pfb"
+
+echo "--- 3. pkg-config against the amd64 packages unpacked with dpkg -x"
+for deb in "$out"/debs-build/*.deb; do dpkg -x "$deb" "$out/debroot"; done
+export PKG_CONFIG_PATH="$out/debroot/usr/$libdir/pkgconfig"
+cc -o "$out/example-pkgconfig" examples/embed/main.c $(pkg-config --cflags --libs patchfuse) -lm
+"$out/debroot/usr/bin/patchfuse-convert" convert "$checkpoint" -o "$out/model-deb.pfb" > /dev/null
+LD_LIBRARY_PATH="$out/debroot/usr/$libdir" "$out/example-pkgconfig" "$out/model-deb.pfb"
+unset PKG_CONFIG_PATH
+
+echo "--- 4. aarch64: cross-built against the aarch64 install tree, run under qemu"
+cmake --install build-aarch64 --prefix "$out/prefix-arm64" > /dev/null
+PATH="$out/prefix/bin:$PATH" cmake -S examples/embed -B "$out/example-arm64" \
+    -DCMAKE_TOOLCHAIN_FILE="$PWD/toolchains/aarch64-linux-gnu.cmake" -DPATCHFUSE_SYSROOT="$PWD/build-aarch64/sysroot" \
+    -Dpatchfuse_DIR="$out/prefix-arm64/lib/aarch64-linux-gnu/cmake/patchfuse" -DEXAMPLE_CHECKPOINT="$checkpoint" > /dev/null
+PATH="$out/prefix/bin:$PATH" cmake --build "$out/example-arm64" > /dev/null
+file "$out/example-arm64/patchfuse-example" | sed 's/, BuildID.*//'
+qemu-aarch64 -L /usr/aarch64-linux-gnu \
+    -E LD_LIBRARY_PATH="$out/prefix-arm64/lib/aarch64-linux-gnu:$PWD/build-aarch64/sysroot/usr/lib/aarch64-linux-gnu" \
+    "$out/example-arm64/patchfuse-example" "$out/example-arm64/model.pfb"
+echo "packages: all consumers built and ran"
