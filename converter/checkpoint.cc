@@ -1,5 +1,7 @@
 #include "converter/checkpoint.h"
 
+#include "converter/json_file.h"
+
 #include <sys/stat.h>
 
 #include <fstream>
@@ -58,12 +60,7 @@ Result<Checkpoint> Checkpoint::open(const std::string& input, const std::string&
     c.open_[single] = std::make_unique<SafetensorsFile>(std::move(st));
     return c;
   }
-  std::ifstream in(c.index_path_);
-  PF_CHECK(in, Code::kIoError, c.index_path_, ": cannot open");
-  std::stringstream text;
-  text << in.rdbuf();
-  const json index = json::parse(text.str(), nullptr, /*allow_exceptions=*/false);
-  PF_CHECK(!index.is_discarded() && index.is_object(), Code::kInvalidModel, c.index_path_, ": not a JSON object");
+  PF_ASSIGN_OR_RETURN(json index, load_json_object(c.index_path_, "the shard index"));
   PF_CHECK(index.contains("weight_map") && index["weight_map"].is_object(), Code::kInvalidModel, c.index_path_,
            ": 'weight_map' must be an object of tensor name -> shard file");
   for (const auto& [name, file] : index["weight_map"].items()) {

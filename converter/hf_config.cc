@@ -1,5 +1,7 @@
 #include "converter/hf_config.h"
 
+#include "converter/json_file.h"
+
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -15,12 +17,7 @@ static Result<int64_t> positive_int(const json& v, const std::string& where) {
 }
 
 Result<VisionConfig> load_vision_config(const std::string& path) {
-  std::ifstream in(path);
-  PF_CHECK(in, Code::kIoError, path, ": cannot open the model config (pass --config CONFIG.json)");
-  std::stringstream text;
-  text << in.rdbuf();
-  const json root = json::parse(text.str(), nullptr, /*allow_exceptions=*/false);
-  PF_CHECK(!root.is_discarded() && root.is_object(), Code::kInvalidModel, path, ": not a JSON object");
+  PF_ASSIGN_OR_RETURN(const json root, load_json_object(path, "the model config (pass --config CONFIG.json)"));
 
   VisionConfig vc;
   vc.file = path;

@@ -1,5 +1,7 @@
 #include "converter/preprocessor_config.h"
 
+#include "converter/json_file.h"
+
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -39,12 +41,7 @@ Result<std::vector<float>> numbers(const json& root, const char* key, std::vecto
 }  // namespace
 
 Result<Preprocessing> load_preprocessor_config(const std::string& path, const std::string& model_type) {
-  std::ifstream in(path);
-  PF_CHECK(in, Code::kIoError, path, ": cannot open the preprocessor config");
-  std::stringstream text;
-  text << in.rdbuf();
-  const json root = json::parse(text.str(), nullptr, /*allow_exceptions=*/false);
-  PF_CHECK(!root.is_discarded() && root.is_object(), Code::kInvalidModel, path, ": not a JSON object");
+  PF_ASSIGN_OR_RETURN(const json root, load_json_object(path, "the preprocessor config"));
 
   Preprocessing p;
   std::string processor;
