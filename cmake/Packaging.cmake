@@ -6,8 +6,8 @@
 #   patchfuse-convert        the host converter           (Multi-Arch: foreign)
 # Build them with `cpack -G DEB` in a build folder (scripts/package.sh). Depends are written out
 # rather than computed by dpkg-shlibdeps, which cannot see a cross sysroot's libraries; they name
-# the Debian 12 packages of exactly the libraries each binary links (checked by readelf in
-# scripts/package.sh).
+# the Debian 12 packages of exactly the libraries each binary links (scripts/packages.sh checks
+# every DT_NEEDED entry against them).
 if(CMAKE_SYSTEM_PROCESSOR MATCHES "^(x86_64|AMD64|amd64)$")
   set(deb_arch amd64)
 elseif(CMAKE_SYSTEM_PROCESSOR STREQUAL "aarch64")
@@ -26,15 +26,27 @@ if(PATCHFUSE_WITH_ONEDNN)
   string(APPEND backend_depends ", libdnnl2 (>= 2.6), libgomp1 (>= 4.9)")
 endif()
 
-# Every package carries the copyright file Debian policy asks for.
+# Every package carries the copyright file and changelog Debian policy asks for. The changelog's
+# date is the release's, not the build's, and gzip -n stores no timestamp: the packages are
+# reproducible.
+set(release_date "Mon, 30 Nov 2026 00:00:00 +0000")
+set(changelog ${CMAKE_CURRENT_BINARY_DIR}/debian/changelog)
+file(WRITE ${changelog} "patchfuse (${PROJECT_VERSION}) unstable; urgency=medium\n\n"
+     "  * Release ${PROJECT_VERSION}; see the project's README for what it holds.\n\n"
+     " -- patchfuse developers <patchfuse@localhost>  ${release_date}\n")
+execute_process(COMMAND gzip -9 -n -c ${changelog} OUTPUT_FILE ${changelog}.gz COMMAND_ERROR_IS_FATAL ANY)
+set(name_runtime ${lib_package})
+set(name_dev libpatchfuse-dev)
+set(name_tools patchfuse-tools)
+set(name_converter patchfuse-convert)
 foreach(component runtime dev tools converter)
-  set(name_runtime ${lib_package})
-  set(name_dev libpatchfuse-dev)
-  set(name_tools patchfuse-tools)
-  set(name_converter patchfuse-convert)
-  install(FILES ${CMAKE_CURRENT_LIST_DIR}/debian/copyright DESTINATION ${CMAKE_INSTALL_DATADIR}/doc/${name_${component}}
-          COMPONENT ${component})
+  install(FILES ${CMAKE_CURRENT_LIST_DIR}/debian/copyright ${changelog}.gz
+          DESTINATION ${CMAKE_INSTALL_DATADIR}/doc/${name_${component}} COMPONENT ${component})
 endforeach()
+# The library package registers with ldconfig and publishes its shlibs (lintian's
+# lacks-ldconfig-trigger and no-shlibs).
+file(WRITE ${CMAKE_CURRENT_BINARY_DIR}/debian/triggers "activate-noawait ldconfig\n")
+file(WRITE ${CMAKE_CURRENT_BINARY_DIR}/debian/shlibs "libpatchfuse ${PATCHFUSE_SOVERSION} ${lib_package} (>= ${PROJECT_VERSION})\n")
 
 set(CPACK_GENERATOR DEB)
 set(CPACK_PACKAGE_NAME patchfuse)
@@ -42,6 +54,7 @@ set(CPACK_PACKAGE_VERSION ${PROJECT_VERSION})
 set(CPACK_PACKAGE_VENDOR "patchfuse")
 set(CPACK_PACKAGE_CONTACT "patchfuse developers <patchfuse@localhost>")
 set(CPACK_PACKAGING_INSTALL_PREFIX /usr)
+set(CPACK_STRIP_FILES ON)  # debug info stays in the build folder
 set(CPACK_DEB_COMPONENT_INSTALL ON)
 set(CPACK_COMPONENTS_ALL runtime dev tools converter)
 set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
@@ -54,34 +67,38 @@ set(CPACK_DEBIAN_RUNTIME_PACKAGE_NAME ${lib_package})
 set(CPACK_DEBIAN_RUNTIME_PACKAGE_DEPENDS "${cxx_depends}, ${backend_depends}")
 set(CPACK_DEBIAN_RUNTIME_PACKAGE_MULTIARCH same)
 set(CPACK_DEBIAN_RUNTIME_PACKAGE_SHLIBDEPS OFF)
-set(CPACK_DEBIAN_RUNTIME_PACKAGE_CONTROL_EXTRA "")
-set(CPACK_COMPONENT_RUNTIME_DESCRIPTION "patch-embedding runtime for vision-language models (shared library)
- libpatchfuse opens .pfb models zero-copy and runs the patch embedding of Qwen2-VL-family vision
- encoders as a GEMM with oneDNN (x86-64), XNNPACK (ARM) or portable C++, from pixel_values or
- straight from uint8 camera frames.")
+set(CPACK_DEBIAN_RUNTIME_PACKAGE_CONTROL_EXTRA ${CMAKE_CURRENT_BINARY_DIR}/debian/triggers ${CMAKE_CURRENT_BINARY_DIR}/debian/shlibs)
+set(CPACK_DEBIAN_RUNTIME_PACKAGE_CONTROL_STRICT_PERMISSION TRUE)
+set(CPACK_COMPONENT_RUNTIME_DESCRIPTION "patch-embedding runtime for vision-language models (library)
+libpatchfuse opens .pfb models zero-copy and runs the patch embedding of
+Qwen2-VL-family vision encoders as a GEMM with oneDNN (x86-64), XNNPACK (ARM)
+or portable C++, from pixel_values or straight from uint8 camera frames.")
 
 set(CPACK_DEBIAN_DEV_PACKAGE_NAME libpatchfuse-dev)
 set(CPACK_DEBIAN_DEV_PACKAGE_SECTION libdevel)
 set(CPACK_DEBIAN_DEV_PACKAGE_DEPENDS "${lib_package} ${same_version}")
 set(CPACK_DEBIAN_DEV_PACKAGE_MULTIARCH same)
-set(CPACK_COMPONENT_DEV_DESCRIPTION "patch-embedding runtime for vision-language models (development files)
- Headers (C API and a C++ RAII layer), the CMake package (find_package(patchfuse)) with
- patchfuse_convert() for build-time conversion, and patchfuse.pc for pkg-config.")
+set(CPACK_COMPONENT_DEV_DESCRIPTION "patch-embedding runtime for vision-language models (development)
+Headers (C API and a C++ RAII layer), the CMake package
+(find_package(patchfuse)) with patchfuse_convert() for build-time
+conversion, and patchfuse.pc for pkg-config.")
 
 set(CPACK_DEBIAN_TOOLS_PACKAGE_NAME patchfuse-tools)
 set(CPACK_DEBIAN_TOOLS_PACKAGE_SECTION utils)
 set(CPACK_DEBIAN_TOOLS_PACKAGE_DEPENDS "${lib_package} ${same_version}, libstb0, ${cxx_depends}")
 set(CPACK_DEBIAN_TOOLS_PACKAGE_MULTIARCH foreign)
 set(CPACK_COMPONENT_TOOLS_DESCRIPTION "patch-embedding runtime for vision-language models (device tools)
- patchfuse-run runs a .pfb model on .npy pixel_values or on images; patchfuse-bench measures
- its latency per backend, precision, path, thread count and batch size.")
+patchfuse-run runs a .pfb model on .npy pixel_values or on images;
+patchfuse-bench measures its latency per backend, precision, path,
+thread count and batch size.")
 
 set(CPACK_DEBIAN_CONVERTER_PACKAGE_NAME patchfuse-convert)
 set(CPACK_DEBIAN_CONVERTER_PACKAGE_SECTION utils)
 set(CPACK_DEBIAN_CONVERTER_PACKAGE_DEPENDS "${cxx_depends}")
 set(CPACK_DEBIAN_CONVERTER_PACKAGE_MULTIARCH foreign)
 set(CPACK_COMPONENT_CONVERTER_DESCRIPTION "patch-embedding converter for vision-language models (host tool)
- patchfuse-convert turns a Hugging Face checkpoint (config.json, preprocessor_config.json and
- safetensors) into a verified, aligned .pfb model and exports it back bit-exactly.")
+patchfuse-convert turns a Hugging Face checkpoint (config.json,
+preprocessor_config.json and safetensors) into a verified, aligned .pfb
+model and exports it back bit-exactly.")
 
 include(CPack)

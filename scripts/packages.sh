@@ -19,9 +19,25 @@ for build in build build-aarch64 build-armhf; do
   [[ -d $build ]] || { echo "packages: $build is missing; run scripts/test.sh first" >&2; exit 1; }
   (cd "$build" && cpack -G DEB -B "$out/debs-$build" > "$out/cpack-$build.log") || { cat "$out/cpack-$build.log"; exit 1; }
 done
+# Depends must name the package of every library a binary in the package links (DT_NEEDED).
+declare -A provider=([libpatchfuse.so.0.2]=libpatchfuse0.2 [libdnnl.so.2]=libdnnl2 [libXNNPACK.so.0]=libxnnpack0
+  [libpthreadpool.so.0]=libpthreadpool0 [libcpuinfo.so.0]=libcpuinfo0 [libgomp.so.1]=libgomp1 [libstb.so.0]=libstb0
+  [libstdc++.so.6]=libstdc++6 [libgcc_s.so.1]=libgcc-s1 [libc.so.6]=libc6 [libm.so.6]=libc6)
 for deb in "$out"/debs-*/*.deb; do
   echo "== $(basename "$deb")"
   dpkg-deb -I "$deb" | grep -E '^ (Package|Version|Architecture|Multi-Arch|Depends|Section):'
+  depends=$(dpkg-deb -f "$deb" Depends)
+  rm -rf "$out/check" && dpkg-deb -x "$deb" "$out/check"
+  for elf in $(find "$out/check" -type f \( -name '*.so*' -o -path '*/bin/*' \)); do
+    for needed in $(readelf -d "$elf" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p'); do
+      [[ $needed == ld-linux* ]] && continue
+      pkg=${provider[$needed]:-}
+      [[ -n $pkg && ",$depends," == *", $pkg"[\ ,]* || ",$depends," == *",$pkg"[\ ,]* ]] || {
+        echo "packages: $(basename "$deb"): ${elf#$out/check} needs $needed (package '${pkg:-unknown}') but Depends is: $depends" >&2
+        exit 1
+      }
+    done
+  done
 done
 echo "== lintian (every tag it reports is listed with the reason in README 'Using patchfuse in your project')"
 lintian --no-tag-display-limit "$out"/debs-*/*.deb | sort | uniq -c | tee "$out/lintian.txt" || true

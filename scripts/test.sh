@@ -6,11 +6,13 @@
 #   scripts/test.sh sanitize   the suite under ASan+UBSan; the concurrency tests under TSan
 #   scripts/test.sh fuzz [S]   every libFuzzer target for S seconds (default 60)
 #   scripts/test.sh arm        aarch64 and armhf cross builds, the suite under qemu (needs native)
+#   scripts/test.sh packages   .debs, lintian, and examples/embed against installs and packages
+#                              (needs the native and ARM build folders: scripts/packages.sh)
 # Build folders: build/, build-asan/, build-tsan/, build-fuzz/, build-aarch64/, build-armhf/.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 what=${1:-all}
-case "$what" in all|native|sanitize|fuzz|arm) ;; *) echo "usage: scripts/test.sh [all|native|sanitize|fuzz [SECONDS]|arm]" >&2; exit 2 ;; esac
+case "$what" in all|native|sanitize|fuzz|arm|packages) ;; *) echo "usage: scripts/test.sh [all|native|sanitize|fuzz [SECONDS]|arm|packages]" >&2; exit 2 ;; esac
 jobs=$(nproc)
 
 step() {  # step NAME COMMAND...: runs and reports how long it took
@@ -24,7 +26,7 @@ wants() { [[ $what == all || $what == "$1" ]]; }
 
 case "$what" in
   all) step "install dependencies" bash scripts/install-deps.sh arm sanitize ;;
-  arm) step "install dependencies" bash scripts/install-deps.sh arm ;;
+  arm|packages) step "install dependencies" bash scripts/install-deps.sh arm ;;
   sanitize|fuzz) step "install dependencies" bash scripts/install-deps.sh sanitize ;;
   *) step "install dependencies" bash scripts/install-deps.sh ;;
 esac
@@ -67,4 +69,8 @@ if wants arm; then
         -DPATCHFUSE_HOST_CONVERT=$PWD/build/converter/patchfuse-convert && cmake --build $dir -j $jobs"
     step "$arch: ctest under qemu" ctest --test-dir "$dir" -j "$jobs" --output-on-failure --no-tests=error
   done
+fi
+
+if wants packages; then
+  step "packages and consumers" bash scripts/packages.sh out/packages
 fi
