@@ -89,6 +89,15 @@ TEST_P(FramesTest, GatherOrderIsHuggingFaces) {
     const int64_t k = still ? C * PP : C * T * PP;
     std::vector<float> rows(static_cast<size_t>(g.rows() * k));
     gather_rows(f.pointers().data(), f.t, f.width * 3, g, p, C, still, rows.data());
+    // The bf16 gather (what a bf16 kernel takes) holds the same values exactly.
+    std::vector<uint16_t> rows16(rows.size());
+    gather_rows(f.pointers().data(), f.t, f.width * 3, g, p, C, still, rows16.data());
+    for (size_t i = 0; i < rows.size(); ++i) {
+      const uint32_t bits = static_cast<uint32_t>(rows16[i]) << 16;
+      float v;
+      std::memcpy(&v, &bits, 4);
+      ASSERT_EQ(v, rows[i]) << i;
+    }
     ASSERT_EQ(pv.size(), static_cast<size_t>(g.rows() * C * T * PP));
     for (int64_t r = 0; r < g.rows(); ++r) {
       for (int64_t ch = 0; ch < C; ++ch) {

@@ -41,6 +41,12 @@ class Kernel {
   // where the library does not say which it chose.
   virtual std::string isa() const = 0;
   virtual int threads() const = 0;         // threads actually used
+  // bf16 kernels may also take rows already in bf16 (raw bits), so a caller that makes its rows
+  // itself, like the frames gather, skips the f32 -> bf16 conversion. Others keep the default.
+  virtual bool takes_bf16() const { return false; }
+  virtual Status run_bf16(const uint16_t* /*input*/, size_t /*n*/, float* /*output*/) {
+    return make_error(Code::kInternal, "this kernel takes f32 rows only");
+  }
 };
 
 struct Backend {

@@ -1,11 +1,40 @@
 #include "runtime/frames/gather.h"
 
 #include <algorithm>
+#include <array>
+#include <cstring>
 
 namespace patchfuse {
 
-void gather_rows(const uint8_t* const* frames, size_t count, size_t row_stride, const FrameGrid& grid,
-                 const Preprocessing& p, int64_t channels, bool still, float* out) {
+namespace {
+
+// A pixel value as the element type: f32, or bf16 bits (the top half of the exact f32).
+template <class T>
+struct Pixel;
+template <>
+struct Pixel<float> {
+  static float of(uint8_t v) { return static_cast<float>(v); }
+};
+template <>
+struct Pixel<uint16_t> {
+  static uint16_t of(uint8_t v) {
+    static const auto table = [] {
+      std::array<uint16_t, 256> t{};
+      for (int i = 0; i < 256; ++i) {
+        const float f = static_cast<float>(i);
+        uint32_t bits;
+        std::memcpy(&bits, &f, 4);
+        t[static_cast<size_t>(i)] = static_cast<uint16_t>(bits >> 16);  // exact: i has <= 8 significant bits
+      }
+      return t;
+    }();
+    return table[v];
+  }
+};
+
+template <class T>
+void gather(const uint8_t* const* frames, size_t count, size_t row_stride, const FrameGrid& grid,
+            const Preprocessing& p, int64_t channels, bool still, T* out) {
   const int64_t P = p.patch_size, M = p.merge_size, tps = still ? 1 : p.temporal_patch_size;
   const int64_t pp = P * P, k = channels * tps * pp;
   for (int64_t gt = 0; gt < grid.t; ++gt) {
@@ -18,10 +47,14 @@ void gather_rows(const uint8_t* const* frames, size_t count, size_t row_stride, 
               const size_t f = std::min(static_cast<size_t>(gt * tps + t), count - 1);  // odd count: repeat the last
               for (int64_t y = 0; y < P; ++y) {
                 const uint8_t* src = frames[f] + (y0 + static_cast<size_t>(y)) * row_stride + x0 * static_cast<size_t>(channels);
-                // Reads run along the image row; each channel goes to its own column block.
-                for (int64_t x = 0; x < P; ++x) {
-                  for (int64_t c = 0; c < channels; ++c) {
-                    out[(c * tps + t) * pp + y * P + x] = static_cast<float>(src[x * channels + c]);
+                // One channel at a time: each pass writes P contiguous values (vectorizable) from
+                // the same few dozen bytes of the image row, which stay in L1.
+                for (int64_t c = 0; c < channels; ++c) {
+                  T* dst = out + (c * tps + t) * pp + y * P;
+                  if (channels == 3) {  // RGB: a constant stride the compiler turns into shuffles
+                    for (int64_t x = 0; x < P; ++x) dst[x] = Pixel<T>::of(src[x * 3 + c]);
+                  } else {
+                    for (int64_t x = 0; x < P; ++x) dst[x] = Pixel<T>::of(src[x * channels + c]);
                   }
                 }
               }
@@ -32,6 +65,18 @@ void gather_rows(const uint8_t* const* frames, size_t count, size_t row_stride, 
       }
     }
   }
+}
+
+}  // namespace
+
+void gather_rows(const uint8_t* const* frames, size_t count, size_t row_stride, const FrameGrid& grid,
+                 const Preprocessing& p, int64_t channels, bool still, float* out) {
+  gather(frames, count, row_stride, grid, p, channels, still, out);
+}
+
+void gather_rows(const uint8_t* const* frames, size_t count, size_t row_stride, const FrameGrid& grid,
+                 const Preprocessing& p, int64_t channels, bool still, uint16_t* out) {
+  gather(frames, count, row_stride, grid, p, channels, still, out);
 }
 
 }  // namespace patchfuse

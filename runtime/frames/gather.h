@@ -15,8 +15,11 @@
 namespace patchfuse {
 
 // `frames`: grid's source frames, `count` of them (count <= grid.t * temporal_patch_size).
-// `out`: grid.rows() rows of channels * (still ? 1 : temporal_patch_size) * P * P floats.
+// `out`: grid.rows() rows of channels * (still ? 1 : temporal_patch_size) * P * P values, as f32
+// or as bf16 bits (every value 0..255 is exact in both), the two input types backends take.
 void gather_rows(const uint8_t* const* frames, size_t count, size_t row_stride, const FrameGrid& grid,
                  const Preprocessing& p, int64_t channels, bool still, float* out);
+void gather_rows(const uint8_t* const* frames, size_t count, size_t row_stride, const FrameGrid& grid,
+                 const Preprocessing& p, int64_t channels, bool still, uint16_t* out);
 
 }  // namespace patchfuse

@@ -119,9 +119,19 @@ Status Session::run_frames(const uint8_t* const* frames, size_t t, size_t height
   try {
     PF_ASSIGN_OR_RETURN(FramesKernel * k, frames_kernel(still));
     const auto rows = static_cast<size_t>(g.rows());
-    rows_.resize(rows * static_cast<size_t>(k->folded.k));
-    gather_rows(frames, t, row_stride, g, *module_->preprocessing, module_->geometry.in_channels, still, rows_.data());
-    PF_RETURN_IF_ERROR(k->kernel->run(rows_.data(), rows, output));
+    const size_t count = rows * static_cast<size_t>(k->folded.k);
+    const Preprocessing& p = *module_->preprocessing;
+    const int64_t channels = module_->geometry.in_channels;
+    // Rows in the kernel's own input type: a bf16 kernel gets bf16 rows, with no f32 pass between.
+    if (k->kernel->takes_bf16()) {
+      rows_bf16_.resize(count);
+      gather_rows(frames, t, row_stride, g, p, channels, still, rows_bf16_.data());
+      PF_RETURN_IF_ERROR(k->kernel->run_bf16(rows_bf16_.data(), rows, output));
+    } else {
+      rows_.resize(count);
+      gather_rows(frames, t, row_stride, g, p, channels, still, rows_.data());
+      PF_RETURN_IF_ERROR(k->kernel->run(rows_.data(), rows, output));
+    }
   } catch (const std::bad_alloc&) {
     return make_error(Code::kOutOfMemory, cat("run_frames: out of memory for ", t, " frames of ", height, "x", width));
   }

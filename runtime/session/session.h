@@ -56,7 +56,8 @@ class Session {
   Result<std::unique_ptr<Kernel>> create_kernel(const ModuleView& module) const;
   int threads_ = 1;
   std::unique_ptr<FramesKernel> still_, video_;
-  std::vector<float> rows_;  // gathered rows, reused across runs
+  std::vector<float> rows_;          // gathered rows, reused across runs (f32 kernels)
+  std::vector<uint16_t> rows_bf16_;  // the same for kernels that take bf16 rows
   const ModuleView* module_ = nullptr;
   const Backend* backend_ = nullptr;
   Precision precision_ = Precision::kF32;

@@ -70,12 +70,30 @@ class OneDnnKernel final : public Kernel {
       p.user_src.set_data_handle(const_cast<float*>(input));
       p.dst.set_data_handle(output);
       if (bf16_) {
+        p.src.set_data_handle(p.owned_src);
         p.to_bf16.execute(stream_, p.user_src, p.src);
       }
       p.compute.execute(stream_, p.args);
       stream_.wait();
     } catch (const dnnl::error& e) {
       return make_error(Code::kInternal, cat("onednn: run with N = ", n, " failed: ", e.what()));
+    }
+    return {};
+  }
+
+  bool takes_bf16() const override { return bf16_; }
+
+  // bf16 rows straight into the matmul: the plan's source memory points at the caller's rows.
+  Status run_bf16(const uint16_t* input, size_t n, float* output) override {
+    try {
+      omp_set_num_threads(threads_);
+      Plan& p = plan_for(static_cast<int64_t>(n));
+      p.src.set_data_handle(const_cast<uint16_t*>(input));
+      p.dst.set_data_handle(output);
+      p.compute.execute(stream_, p.args);
+      stream_.wait();
+    } catch (const dnnl::error& e) {
+      return make_error(Code::kInternal, cat("onednn: bf16 run with N = ", n, " failed: ", e.what()));
     }
     return {};
   }
@@ -89,6 +107,7 @@ class OneDnnKernel final : public Kernel {
     dnnl::primitive compute;
     dnnl::reorder to_bf16;  // f32 user input -> bf16 (bf16 precision only)
     dnnl::memory user_src, src, dst;
+    void* owned_src = nullptr;  // src's own bf16 buffer (run_bf16 points src elsewhere for a call)
     std::unordered_map<int, dnnl::memory> args;  // built once; the handles above are re-pointed per run
   };
 
@@ -203,6 +222,7 @@ class OneDnnKernel final : public Kernel {
     p.dst = dnnl::memory(pd.dst_desc(), engine_, DNNL_MEMORY_NONE);
     if (bf16_) {
       p.src = dnnl::memory(pd.src_desc(), engine_);  // owned bf16 staging buffer for this N
+      p.owned_src = p.src.get_data_handle();
       p.to_bf16 = dnnl::reorder(p.user_src, p.src);
     }
     p.args = {{DNNL_ARG_SRC, bf16_ ? p.src : p.user_src}, {DNNL_ARG_WEIGHTS, weights_}, {DNNL_ARG_DST, p.dst}};
