@@ -13,6 +13,7 @@
 #include "patchfuse/patchfuse.hpp"
 #include "runtime/frames/gather.h"
 #include "runtime/model/model_file.h"
+#include "tests/support/sessions.h"
 #include "tests/support/test_util.h"
 #include "tests/support/tolerance.h"
 #include "cli/npy.h"
@@ -62,11 +63,7 @@ class FramesTest : public ::testing::TestWithParam<const char*> {
     ASSERT_EQ(model_->module(0).has_preprocessing, 1);
   }
   Expected<Session> session(pf_backend b, pf_path path, pf_precision p) const {
-    pf_session_options o = default_options();
-    o.backend = b;
-    o.path = path;
-    o.precision = p;
-    return Session::create(*model_, 0, o);
+    return testing::make_session(*model_, b, path, p);
   }
   testing::TempDir dir_;
   std::optional<Model> model_;

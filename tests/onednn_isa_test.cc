@@ -14,6 +14,7 @@
 
 #include "patchfuse/patchfuse.hpp"
 #include "tests/support/model_builder.h"
+#include "tests/support/sessions.h"
 #include "tests/support/tolerance.h"
 
 namespace patchfuse {
@@ -75,11 +76,7 @@ class OneDnnIsa : public ::testing::Test {
     model_.emplace(std::move(*m));
   }
   Expected<Session> session(pf_path path, pf_precision precision) const {
-    pf_session_options o = default_options();
-    o.backend = PF_BACKEND_ONEDNN;
-    o.path = path;
-    o.precision = precision;
-    return Session::create(*model_, 0, o);
+    return testing::make_session(*model_, PF_BACKEND_ONEDNN, path, precision);
   }
   testing::TestModule spec_;
   std::vector<uint8_t> bytes_;

@@ -63,15 +63,31 @@ class OneDnnKernel final : public Kernel {
     return std::unique_ptr<Kernel>(std::move(k));
   }
 
-  Status run(const float* input, size_t n, float* output) override {
+  Status run(const float* input, size_t n, float* output) override { return execute(input, nullptr, n, output); }
+
+  bool takes_bf16() const override { return bf16_; }
+  Status run_bf16(const uint16_t* input, size_t n, float* output) override { return execute(nullptr, input, n, output); }
+
+  std::string detail() const override { return detail_; }
+  std::string isa() const override { return isa_name(dnnl::get_effective_cpu_isa()); }
+  int threads() const override { return threads_; }
+
+ private:
+  // One run from f32 rows (converted to bf16 by the plan's reorder in bf16 sessions) or, in bf16
+  // sessions, from bf16 rows the caller made, which the plan's source memory then points at.
+  Status execute(const float* f32_rows, const uint16_t* bf16_rows, size_t n, float* output) {
     try {
       omp_set_num_threads(threads_);
       Plan& p = plan_for(static_cast<int64_t>(n));
-      p.user_src.set_data_handle(const_cast<float*>(input));
       p.dst.set_data_handle(output);
-      if (bf16_) {
-        p.src.set_data_handle(p.owned_src);
-        p.to_bf16.execute(stream_, p.user_src, p.src);
+      if (bf16_rows != nullptr) {
+        p.src.set_data_handle(const_cast<uint16_t*>(bf16_rows));
+      } else {
+        p.user_src.set_data_handle(const_cast<float*>(f32_rows));
+        if (bf16_) {
+          p.src.set_data_handle(p.owned_src);
+          p.to_bf16.execute(stream_, p.user_src, p.src);
+        }
       }
       p.compute.execute(stream_, p.args);
       stream_.wait();
@@ -81,28 +97,6 @@ class OneDnnKernel final : public Kernel {
     return {};
   }
 
-  bool takes_bf16() const override { return bf16_; }
-
-  // bf16 rows straight into the matmul: the plan's source memory points at the caller's rows.
-  Status run_bf16(const uint16_t* input, size_t n, float* output) override {
-    try {
-      omp_set_num_threads(threads_);
-      Plan& p = plan_for(static_cast<int64_t>(n));
-      p.src.set_data_handle(const_cast<uint16_t*>(input));
-      p.dst.set_data_handle(output);
-      p.compute.execute(stream_, p.args);
-      stream_.wait();
-    } catch (const dnnl::error& e) {
-      return make_error(Code::kInternal, cat("onednn: bf16 run with N = ", n, " failed: ", e.what()));
-    }
-    return {};
-  }
-
-  std::string detail() const override { return detail_; }
-  std::string isa() const override { return isa_name(dnnl::get_effective_cpu_isa()); }
-  int threads() const override { return threads_; }
-
- private:
   struct Plan {
     dnnl::primitive compute;
     dnnl::reorder to_bf16;  // f32 user input -> bf16 (bf16 precision only)
