@@ -100,7 +100,8 @@ TEST_P(FramesTest, GatherOrderIsHuggingFaces) {
       for (int64_t ch = 0; ch < C; ++ch) {
         for (int64_t t = 0; t < T; ++t) {
           for (int64_t i = 0; i < PP; ++i) {
-            const float u8 = rows[static_cast<size_t>(r * k + (still ? ch * PP + i : (ch * T + t) * PP + i))];
+            const float u8 = static_cast<float>(
+                rows[static_cast<size_t>(r * k + (still ? ch * PP + i : (ch * T + t) * PP + i))] / kPixelScale + kPixelCentre);
             const float want = static_cast<float>(pv[static_cast<size_t>(r * C * T * PP + (ch * T + t) * PP + i)]);
             // The processor's float32 rescale-then-normalize, repeated here: equal to 1e-6.
             const float got = (static_cast<float>(u8 * static_cast<double>(p.rescale_factor)) - p.mean[static_cast<size_t>(ch)]) /

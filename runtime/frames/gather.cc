@@ -8,12 +8,12 @@ namespace patchfuse {
 
 namespace {
 
-// A pixel value as the element type: f32, or bf16 bits (the top half of the exact f32).
+// A centred pixel value as the element type: f32, or bf16 bits (the top half of the exact f32).
 template <class T>
 struct Pixel;
 template <>
 struct Pixel<float> {
-  static float of(uint8_t v) { return static_cast<float>(v); }
+  static float of(uint8_t v) { return static_cast<float>((static_cast<int>(v) - kPixelCentre) * kPixelScale); }
 };
 template <>
 struct Pixel<uint16_t> {
@@ -21,10 +21,10 @@ struct Pixel<uint16_t> {
     static const auto table = [] {
       std::array<uint16_t, 256> t{};
       for (int i = 0; i < 256; ++i) {
-        const float f = static_cast<float>(i);
+        const float f = static_cast<float>((i - kPixelCentre) * kPixelScale);
         uint32_t bits;
         std::memcpy(&bits, &f, 4);
-        t[static_cast<size_t>(i)] = static_cast<uint16_t>(bits >> 16);  // exact: i has <= 8 significant bits
+        t[static_cast<size_t>(i)] = static_cast<uint16_t>(bits >> 16);  // exact: <= 8 significant bits
       }
       return t;
     }();

@@ -4,7 +4,8 @@
 // so each M x M merge group is M*M consecutive rows; columns in (c, t, y, x) order. A video's
 // frames are grouped temporal_patch_size at a time, the last frame repeated to fill the last
 // group. `still` writes columns (c, y, x) for weights summed over t (fold_normalization).
-// Pixels are written as they are (0..255): normalization lives in the folded weights.
+// Pixels are written as (u8 - 128) / 256 (preprocessing.h): normalization, centre and scale live
+// in the folded weights and bias.
 #pragma once
 
 #include <cstddef>
@@ -16,7 +17,7 @@ namespace patchfuse {
 
 // `frames`: grid's source frames, `count` of them (count <= grid.t * temporal_patch_size).
 // `out`: grid.rows() rows of channels * (still ? 1 : temporal_patch_size) * P * P values, as f32
-// or as bf16 bits (every value 0..255 is exact in both), the two input types backends take.
+// or as bf16 bits (every such value is exact in both), the two input types backends take.
 void gather_rows(const uint8_t* const* frames, size_t count, size_t row_stride, const FrameGrid& grid,
                  const Preprocessing& p, int64_t channels, bool still, float* out);
 void gather_rows(const uint8_t* const* frames, size_t count, size_t row_stride, const FrameGrid& grid,

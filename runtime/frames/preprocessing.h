@@ -22,6 +22,14 @@ namespace patchfuse {
 enum class ResizeVariant : uint8_t { kQwen2Vl = 0, kGlm4v = 1 };
 const char* resize_variant_name(ResizeVariant v);  // "qwen2_vl", "glm4v"
 
+// What the GEMM gets for a pixel: (u8 - 128) / 256, in [-0.5, 0.5). Exact in f32, bf16 and f16
+// (at most 8 significant bits, a power-of-two scale), centred so partial sums stay small, and of
+// unit scale so the folded weights (W * rescale / std * 256) stay in f16's normal range. Raw
+// 0..255 inputs lost up to 30% of max |ref| in XNNPACK's f16 accumulation, and centred pixels with
+// weights scaled by 1/255/std (subnormal in f16) still up to 18% (both seen under qemu-aarch64).
+constexpr int kPixelCentre = 128;
+constexpr double kPixelScale = 1.0 / 256;
+
 struct Preprocessing {
   std::vector<float> mean, std;  // per channel, applied as (u8 * rescale_factor - mean[c]) / std[c]
   float rescale_factor = 1.0f / 255.0f;

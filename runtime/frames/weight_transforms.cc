@@ -15,13 +15,14 @@ FoldedWeights fold_normalization(const ModuleView& m, const Preprocessing& p, bo
     double shift = m.bias ? load_as_f32(m.bias->data, m.bias->dtype, static_cast<size_t>(o)) : 0.0;
     std::fill(acc.begin(), acc.end(), 0.0);
     for (int64_t c = 0; c < channels; ++c) {
-      const double scale = static_cast<double>(p.rescale_factor) / p.std[static_cast<size_t>(c)];
-      const double offset = static_cast<double>(p.mean[static_cast<size_t>(c)]) / p.std[static_cast<size_t>(c)];
+      const double scale = static_cast<double>(p.rescale_factor) / kPixelScale / p.std[static_cast<size_t>(c)];
+      const double offset =
+          (kPixelCentre * static_cast<double>(p.rescale_factor) - p.mean[static_cast<size_t>(c)]) / p.std[static_cast<size_t>(c)];
       for (int64_t t = 0; t < frames; ++t) {
         for (int64_t i = 0; i < pp; ++i) {
           const size_t src = static_cast<size_t>(o * k_in + (c * frames + t) * pp + i);
           const double w = load_as_f32(m.weight.data, m.weight.dtype, src);
-          shift -= w * offset;
+          shift += w * offset;
           acc[static_cast<size_t>(still ? c * pp + i : (c * frames + t) * pp + i)] += w * scale;
         }
       }
