@@ -40,7 +40,7 @@ for deb in "$out"/debs-*/*.deb; do
   done
 done
 echo "== lintian (every tag it reports is listed with the reason in README 'Using patchfuse in your project')"
-lintian --no-tag-display-limit "$out"/debs-*/*.deb | sort | uniq -c | tee "$out/lintian.txt" || true
+lintian --tag-display-limit 0 "$out"/debs-*/*.deb | sort | uniq -c | tee "$out/lintian.txt" || true
 
 echo "--- 2. find_package against the native install tree"
 cmake --install build --prefix "$out/prefix" > /dev/null

@@ -13,7 +13,10 @@ template <class T>
 struct Pixel;
 template <>
 struct Pixel<float> {
-  static float of(uint8_t v) { return static_cast<float>((static_cast<int>(v) - kPixelCentre) * kPixelScale); }
+  // In float arithmetic (exact here), so the loop vectorizes as int -> float convert and multiply.
+  static float of(uint8_t v) {
+    return static_cast<float>(static_cast<int>(v) - kPixelCentre) * static_cast<float>(kPixelScale);
+  }
 };
 template <>
 struct Pixel<uint16_t> {
