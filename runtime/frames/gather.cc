@@ -1,7 +1,6 @@
 #include "runtime/frames/gather.h"
 
 #include <algorithm>
-#include <array>
 #include <cstring>
 
 namespace patchfuse {
@@ -20,18 +19,13 @@ struct Pixel<float> {
 };
 template <>
 struct Pixel<uint16_t> {
+  // The top half of the f32: exact, the value has at most 8 significant bits. Computed rather than
+  // looked up, so the loop has no table (and no static-initialisation guard) in it.
   static uint16_t of(uint8_t v) {
-    static const auto table = [] {
-      std::array<uint16_t, 256> t{};
-      for (int i = 0; i < 256; ++i) {
-        const float f = static_cast<float>((i - kPixelCentre) * kPixelScale);
-        uint32_t bits;
-        std::memcpy(&bits, &f, 4);
-        t[static_cast<size_t>(i)] = static_cast<uint16_t>(bits >> 16);  // exact: <= 8 significant bits
-      }
-      return t;
-    }();
-    return table[v];
+    const float f = Pixel<float>::of(v);
+    uint32_t bits;
+    std::memcpy(&bits, &f, 4);
+    return static_cast<uint16_t>(bits >> 16);
   }
 };
 
