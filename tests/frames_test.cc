@@ -62,8 +62,8 @@ class FramesTest : public ::testing::TestWithParam<const char*> {
     model_.emplace(std::move(*m));
     ASSERT_EQ(model_->module(0).has_preprocessing, 1);
   }
-  Expected<Session> session(pf_backend b, pf_path path, pf_precision p) const {
-    return testing::make_session(*model_, b, path, p);
+  Expected<Session> session(pf_backend b, pf_path path, pf_precision p, int threads = 1) const {
+    return testing::make_session(*model_, b, path, p, 0, threads);
   }
   testing::TempDir dir_;
   std::optional<Model> model_;
@@ -85,10 +85,17 @@ TEST_P(FramesTest, GatherOrderIsHuggingFaces) {
     const bool still = f.t == 1;
     const int64_t k = still ? C * PP : C * T * PP;
     std::vector<float> rows(static_cast<size_t>(g.rows() * k));
-    gather_rows(f.pointers().data(), f.t, f.width * 3, g, p, C, still, rows.data());
+    const int64_t blocks = gather_block_count(g, p);
+    gather_rows(f.pointers().data(), f.t, f.width * 3, g, p, C, still, 0, blocks, rows.data());
+    // Block by block, in reverse (as threads may finish): the same rows.
+    std::vector<float> by_block(rows.size(), -1.0f);
+    for (int64_t b = blocks - 1; b >= 0; --b) {
+      gather_rows(f.pointers().data(), f.t, f.width * 3, g, p, C, still, b, b + 1, by_block.data());
+    }
+    ASSERT_EQ(by_block, rows);
     // The bf16 gather (what a bf16 kernel takes) holds the same values exactly.
     std::vector<uint16_t> rows16(rows.size());
-    gather_rows(f.pointers().data(), f.t, f.width * 3, g, p, C, still, rows16.data());
+    gather_rows(f.pointers().data(), f.t, f.width * 3, g, p, C, still, 0, blocks, rows16.data());
     for (size_t i = 0; i < rows.size(); ++i) {
       const uint32_t bits = static_cast<uint32_t>(rows16[i]) << 16;
       float v;
@@ -115,43 +122,46 @@ TEST_P(FramesTest, GatherOrderIsHuggingFaces) {
 }
 
 // The acceptance check: every backend, path and precision on still images and videos (odd and
-// even frame counts) against PyTorch's Conv3d on the processor's pixel_values.
+// even frame counts) against PyTorch's Conv3d on the processor's pixel_values, on 1 and 2 threads
+// (the gather shares the kernel's threads).
 TEST_P(FramesTest, EveryBackendMatchesPytorchOnFrames) {
   int ran = 0;
   for (pf_backend b : {PF_BACKEND_REFERENCE, PF_BACKEND_ONEDNN, PF_BACKEND_XNNPACK}) {
     for (pf_path path : {PF_PATH_FUSED, PF_PATH_UNFUSED}) {
       for (pf_precision prec : {PF_PRECISION_AUTO, PF_PRECISION_F32, PF_PRECISION_BF16, PF_PRECISION_F16}) {
-        auto s = session(b, path, prec);
-        if (!s) {
-          EXPECT_EQ(s.status(), PF_UNSUPPORTED) << s.error();
-          continue;
-        }
-        const pf_session_info info = s->info();
-        for (const char* c : kCases) {
-          SCOPED_TRACE(std::string(c) + " " + info.detail);
-          const Frames f = load_frames(GetParam(), c);
-          const std::vector<double> want = load(GetParam(), "expected", c);
-          auto grid = s->frames_grid(f.t, f.height, f.width);
-          ASSERT_TRUE(grid) << grid.error();
-          const size_t rows = static_cast<size_t>(grid->t * grid->h * grid->w);
-          std::vector<float> y(rows * static_cast<size_t>(model_->module(0).embed_dim));
-          ASSERT_EQ(y.size(), want.size());
-          pf_grid got_grid{};
-          ASSERT_EQ(s->run_frames(f.pointers().data(), f.t, f.height, f.width, f.width * 3, y.data(), &got_grid), "");
-          EXPECT_EQ(got_grid.t, grid->t);
-          double max_ref = 0, max_err = 0;
-          for (size_t i = 0; i < y.size(); ++i) {
-            max_ref = std::max(max_ref, std::fabs(want[i]));
-            max_err = std::max(max_err, std::fabs(y[i] - want[i]));
+        for (int threads : {1, 2}) {
+          auto s = session(b, path, prec, threads);
+          if (!s) {
+            EXPECT_EQ(s.status(), PF_UNSUPPORTED) << s.error();
+            continue;
           }
-          EXPECT_LE(max_err, testing::max_relative_tolerance(info.precision) * max_ref)
-              << "max |err| " << max_err << " max |ref| " << max_ref;
-          ++ran;
+          const pf_session_info info = s->info();
+          for (const char* c : kCases) {
+            SCOPED_TRACE(std::string(c) + " " + info.detail + " threads " + std::to_string(info.threads));
+            const Frames f = load_frames(GetParam(), c);
+            const std::vector<double> want = load(GetParam(), "expected", c);
+            auto grid = s->frames_grid(f.t, f.height, f.width);
+            ASSERT_TRUE(grid) << grid.error();
+            const size_t rows = static_cast<size_t>(grid->t * grid->h * grid->w);
+            std::vector<float> y(rows * static_cast<size_t>(model_->module(0).embed_dim));
+            ASSERT_EQ(y.size(), want.size());
+            pf_grid got_grid{};
+            ASSERT_EQ(s->run_frames(f.pointers().data(), f.t, f.height, f.width, f.width * 3, y.data(), &got_grid), "");
+            EXPECT_EQ(got_grid.t, grid->t);
+            double max_ref = 0, max_err = 0;
+            for (size_t i = 0; i < y.size(); ++i) {
+              max_ref = std::max(max_ref, std::fabs(want[i]));
+              max_err = std::max(max_err, std::fabs(y[i] - want[i]));
+            }
+            EXPECT_LE(max_err, testing::max_relative_tolerance(info.precision) * max_ref)
+                << "max |err| " << max_err << " max |ref| " << max_ref;
+            ++ran;
+          }
         }
       }
     }
   }
-  EXPECT_GE(ran, 2 * 3 * 3);  // reference fused/unfused and both f32 oneDNN or XNNPACK paths at least
+  EXPECT_GE(ran, 2 * 2 * 3 * 3);  // reference fused/unfused and both f32 oneDNN or XNNPACK paths at least
 }
 
 // Rows with padding after them (row_stride > width * 3) and a frame that ends at an unmapped

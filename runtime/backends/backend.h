@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -46,6 +47,12 @@ class Kernel {
   virtual bool takes_bf16() const { return false; }
   virtual Status run_bf16(const uint16_t* /*input*/, size_t /*n*/, float* /*output*/) {
     return make_error(Code::kInternal, "this kernel takes f32 rows only");
+  }
+  // Calls task(i) for every i in [0, n) on the threads the kernel computes on (its library's own
+  // pool, already warm), so work a session does before a run, like the frames gather, scales with
+  // the session's threads too. `task` must not throw. Single-threaded kernels keep the default.
+  virtual void parallelize(size_t n, const std::function<void(size_t)>& task) {
+    for (size_t i = 0; i < n; ++i) task(i);
   }
 };
 

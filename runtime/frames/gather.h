@@ -15,12 +15,19 @@
 
 namespace patchfuse {
 
+// The rows come in blocks that are independent of each other, so threads can share a gather: one
+// block is one row of merge groups of one time step (M * grid.w rows).
+int64_t gather_block_count(const FrameGrid& grid, const Preprocessing& p);
+
 // `frames`: grid's source frames, `count` of them (count <= grid.t * temporal_patch_size).
 // `out`: grid.rows() rows of channels * (still ? 1 : temporal_patch_size) * P * P values, as f32
-// or as bf16 bits (every such value is exact in both), the two input types backends take.
+// or as bf16 bits (every such value is exact in both), the two input types backends take. Only
+// the rows of blocks [block_begin, block_end) are written.
 void gather_rows(const uint8_t* const* frames, size_t count, size_t row_stride, const FrameGrid& grid,
-                 const Preprocessing& p, int64_t channels, bool still, float* out);
+                 const Preprocessing& p, int64_t channels, bool still, int64_t block_begin, int64_t block_end,
+                 float* out);
 void gather_rows(const uint8_t* const* frames, size_t count, size_t row_stride, const FrameGrid& grid,
-                 const Preprocessing& p, int64_t channels, bool still, uint16_t* out);
+                 const Preprocessing& p, int64_t channels, bool still, int64_t block_begin, int64_t block_end,
+                 uint16_t* out);
 
 }  // namespace patchfuse

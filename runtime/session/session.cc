@@ -123,13 +123,20 @@ Status Session::run_frames(const uint8_t* const* frames, size_t t, size_t height
     const Preprocessing& p = *module_->preprocessing;
     const int64_t channels = module_->geometry.in_channels;
     // Rows in the kernel's own input type: a bf16 kernel gets bf16 rows, with no f32 pass between.
+    // The gather runs on the kernel's threads, one block of rows per task.
+    const auto gather_on_threads = [&](auto* rows) {
+      k->kernel->parallelize(static_cast<size_t>(gather_block_count(g, p)), [&](size_t block) {
+        const auto b = static_cast<int64_t>(block);
+        gather_rows(frames, t, row_stride, g, p, channels, still, b, b + 1, rows);
+      });
+    };
     if (k->kernel->takes_bf16()) {
       rows_bf16_.resize(count);
-      gather_rows(frames, t, row_stride, g, p, channels, still, rows_bf16_.data());
+      gather_on_threads(rows_bf16_.data());
       PF_RETURN_IF_ERROR(k->kernel->run_bf16(rows_bf16_.data(), rows, output));
     } else {
       rows_.resize(count);
-      gather_rows(frames, t, row_stride, g, p, channels, still, rows_.data());
+      gather_on_threads(rows_.data());
       PF_RETURN_IF_ERROR(k->kernel->run(rows_.data(), rows, output));
     }
   } catch (const std::bad_alloc&) {

@@ -7,8 +7,9 @@
 namespace patchfuse::testing {
 
 inline Expected<Session> make_session(const Model& model, pf_backend backend, pf_path path, pf_precision precision,
-                                      size_t module_index = 0) {
+                                      size_t module_index = 0, int threads = 1) {
   pf_session_options o = default_options();
+  o.threads = threads;
   o.backend = backend;
   o.path = path;
   o.precision = precision;

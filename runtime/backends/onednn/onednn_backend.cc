@@ -68,6 +68,12 @@ class OneDnnKernel final : public Kernel {
   bool takes_bf16() const override { return bf16_; }
   Status run_bf16(const uint16_t* input, size_t n, float* output) override { return execute(nullptr, input, n, output); }
 
+  void parallelize(size_t n, const std::function<void(size_t)>& task) override {
+    // The same OpenMP runtime and thread count as oneDNN's own parallel regions: no new threads.
+#pragma omp parallel for num_threads(threads_) schedule(static)
+    for (int64_t i = 0; i < static_cast<int64_t>(n); ++i) task(static_cast<size_t>(i));
+  }
+
   std::string detail() const override { return detail_; }
   std::string isa() const override { return isa_name(dnnl::get_effective_cpu_isa()); }
   int threads() const override { return threads_; }

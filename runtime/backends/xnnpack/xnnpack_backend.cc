@@ -125,6 +125,13 @@ class XnnpackKernel final : public Kernel {
   }
   int threads() const override { return threads_; }
 
+  void parallelize(size_t n, const std::function<void(size_t)>& task) override {
+    if (!pool_) return Kernel::parallelize(n, task);
+    pthreadpool_parallelize_1d(
+        pool_.get(), [](void* t, size_t i) { (*static_cast<const std::function<void(size_t)>*>(t))(i); },
+        const_cast<std::function<void(size_t)>*>(&task), n, 0);
+  }
+
  private:
   explicit XnnpackKernel(const KernelRequest& r)
       : g_(r.module->geometry),
