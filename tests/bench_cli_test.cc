@@ -74,6 +74,49 @@ TEST_F(BenchCli, UnsupportedConfigurationsAreReportedNotDropped) {
   EXPECT_EQ(bench("--backend reference --precision bf16 --patches 2 --runs 1").exit_code, 1);
 }
 
+// --image times the frames path beside the pixel_values path on the same N (the grid's rows).
+TEST_F(BenchCli, ImageTimesTheFramesPathBesidePixelValues) {
+  const CommandResult r = bench("--backend reference --image 56x56 --runs 2 --warmup 0 --json " + (dir_ / "b.json"));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("-> 16 patches"), std::string::npos) << r.out;  // 56 / 14 = 4: a 4 x 4 grid
+  const auto j = nlohmann::json::parse(testing::read_bytes(dir_ / "b.json"));
+  EXPECT_EQ(j["configuration"]["image"], "56x56");
+  ASSERT_EQ(j["results"].size(), 2u);
+  EXPECT_EQ(j["results"][0]["input"], "pixel_values");
+  EXPECT_EQ(j["results"][1]["input"], "frames");
+  for (const auto& res : j["results"]) {
+    ASSERT_FALSE(res.contains("error")) << res.dump();
+    EXPECT_EQ(res["patches"], 16);
+  }
+  EXPECT_GT(j["results"][1]["pixels_over_frames_p50"].get<double>(), 0.0);
+}
+
+TEST_F(BenchCli, ImageErrorsNameTheRule) {
+  EXPECT_EQ(bench("--image 56").exit_code, 2);
+  EXPECT_EQ(bench("--image 0x56").exit_code, 2);
+  const CommandResult wrong = bench("--backend reference --image 50x56");
+  EXPECT_EQ(wrong.exit_code, 1);
+  EXPECT_NE(wrong.err.find("--image 50x56: frames: size 50x56 (height x width) is not a multiple of patch_size * "
+                           "merge_size = 28; Hugging Face resizes this image to 56x56"),
+            std::string::npos)
+      << wrong.err;
+  // A model converted without preprocessor_config.json cannot take frames, and says why.
+  SampleSpec spec;
+  spec.arch = find_architecture("qwen2_vl");
+  spec.embed_dim = 32;
+  spec.patches = 0;
+  spec.preprocessor = false;
+  ASSERT_TRUE(write_sample_checkpoint(dir_ / "plain", spec).ok());
+  ASSERT_EQ(testing::run_command(std::string(PATCHFUSE_CONVERT_BIN) + " convert " + (dir_ / "plain") + " -o " +
+                                 (dir_ / "plain.pfb"))
+                .exit_code,
+            0);
+  const CommandResult plain =
+      testing::run_command(std::string(PATCHFUSE_BENCH_BIN) + " " + (dir_ / "plain.pfb") + " --image 56x56");
+  EXPECT_EQ(plain.exit_code, 1);
+  EXPECT_NE(plain.err.find("has no preprocessing"), std::string::npos) << plain.err;
+}
+
 TEST_F(BenchCli, UsageErrors) {
   EXPECT_EQ(bench("--path sideways").exit_code, 2);
   EXPECT_EQ(bench("--patches 0").exit_code, 2);
