@@ -74,7 +74,7 @@ TEST(ConvertCli, Qwen2VlShardedBf16AcceptanceCheck) {
   EXPECT_EQ(m["weight"]["offset"].get<size_t>() % 64, 0u);
   EXPECT_TRUE(m["bias"].is_null());
   EXPECT_EQ(j["model_type"], "qwen2_vl");
-  EXPECT_EQ(j["fusion_config"], nlohmann::json::parse(R"({"patch_embeddings":true})"));
+  EXPECT_EQ(j["fusion_config"], nlohmann::json::parse(R"({"patch_embeddings":true,"conv2d_patch_embeddings":true})"));
 
   const CommandResult e = convert_cli("export " + (dir / "m.pfb") + " -o " + (dir / "back.safetensors"));
   ASSERT_EQ(e.exit_code, 0) << e.err;
@@ -126,7 +126,7 @@ TEST(ConvertCli, OriginalLayoutWithFusionDisabled) {
   EXPECT_EQ(j["modules"][0]["weight"]["name"], "model.visual.patch_embed.proj.weight");
   EXPECT_EQ(j["modules"][0]["weight"]["shape"], nlohmann::json::array({32, 3, 2, 14, 14}));
   EXPECT_EQ(j["modules"][0]["bias"]["name"], "model.visual.patch_embed.proj.bias");
-  EXPECT_EQ(j["fusion_config"], nlohmann::json::parse(R"({"patch_embeddings":false})"));
+  EXPECT_EQ(j["fusion_config"], nlohmann::json::parse(R"({"patch_embeddings":false,"conv2d_patch_embeddings":true})"));
   ASSERT_EQ(convert_cli("export " + (dir / "m.pfb") + " -o " + (dir / "back.safetensors")).exit_code, 0);
   EXPECT_EQ(tensor_bytes(dir / "back.safetensors", "model.visual.patch_embed.proj.weight"),
             tensor_bytes(dir / "ckpt/model.safetensors", "model.visual.patch_embed.proj.weight"));

@@ -34,6 +34,48 @@ TEST(Candidates, ModulePathRegex) {
   EXPECT_FALSE(candidate_module(patch(), ".proj.weight"));
 }
 
+// The Conv2d family's module is the conv itself: X.weight, with X one of the three names.
+TEST(Candidates, Conv2dModuleIsTheConv) {
+  const FusionFamily& c2 = *find_family("conv2d_patch_embeddings");
+  EXPECT_EQ(candidate_module(c2, "vision_model.embeddings.patch_embedding.weight"), "vision_model.embeddings.patch_embedding");
+  EXPECT_EQ(candidate_module(c2, "vision_tower.vision_model.embeddings.patch_embedding.weight"),
+            "vision_tower.vision_model.embeddings.patch_embedding");
+  EXPECT_EQ(candidate_module(c2, "vit.embeddings.patch_embeddings.projection.weight"), "vit.embeddings.patch_embeddings.projection");
+  EXPECT_EQ(candidate_module(c2, "vision_tower.patch_conv.weight"), "vision_tower.patch_conv");
+  EXPECT_EQ(candidate_module(c2, "vision_model.patch_embedding.weight"), "vision_model.patch_embedding");  // Mllama
+  EXPECT_FALSE(candidate_module(c2, "vision_model.embeddings.patch_embedding.bias"));
+  EXPECT_FALSE(candidate_module(c2, "vision_model.patch_embedding.linear.weight"));  // Llama 4: already a Linear
+  EXPECT_FALSE(candidate_module(c2, "vit.embeddings.projection.weight"));
+  EXPECT_FALSE(candidate_module(c2, "visual.patch_embed.proj.weight"));  // the Conv3d family's
+  EXPECT_FALSE(candidate_module(patch(), "vision_model.embeddings.patch_embedding.weight"));
+  EXPECT_EQ(conv_weight_name(c2, "m.patch_conv"), "m.patch_conv.weight");
+  EXPECT_EQ(fused_weight_name(c2, "m.patch_conv"), "m.patch_conv.linear.weight");
+  EXPECT_EQ(fused_bias_name(c2, "m.patch_conv"), "m.patch_conv.linear.bias");
+}
+
+TEST(Eligibility, Conv2dIsAConv3dOfDepthOne) {
+  ConvGeometry g;
+  g.kernel = g.stride = {16, 8};
+  g.padding = {0, 0};
+  g.dilation = {1, 1};
+  g.in_channels = 3;
+  g.embed_dim = 768;
+  const FusionFamily& c2 = *find_family("conv2d_patch_embeddings");
+  EXPECT_TRUE(check_eligible(c2, "m", g).ok());
+  EXPECT_EQ(fused_weight_shape(g), (std::vector<int64_t>{768, 3 * 16 * 8}));
+  EXPECT_FALSE(check_eligible(patch(), "m", g).ok()) << "rank 2 is not a Conv3d";
+  const ConvGeometry lifted = as_conv3d(g);
+  EXPECT_EQ(lifted.kernel, (std::vector<int64_t>{1, 16, 8}));
+  EXPECT_EQ(lifted.stride, (std::vector<int64_t>{1, 16, 8}));
+  EXPECT_EQ(lifted.padding, (std::vector<int64_t>{0, 0, 0}));
+  EXPECT_EQ(lifted.dilation, (std::vector<int64_t>{1, 1, 1}));
+  EXPECT_EQ(patch_volume(lifted), patch_volume(g));
+  EXPECT_TRUE(eligibility_violations(lifted).empty());
+  g.stride = {16, 16};
+  ASSERT_FALSE(check_eligible(c2, "m", g).ok());
+  EXPECT_NE(check_eligible(c2, "m", g).error().message.find("stride (16,16) must equal kernel (16,8)"), std::string::npos);
+}
+
 TEST(Eligibility, QwenGeometryIsEligible) {
   EXPECT_TRUE(eligibility_violations(qwen2_vl()).empty());
   EXPECT_TRUE(check_eligible(patch(), "visual.patch_embed", qwen2_vl()).ok());
@@ -128,12 +170,17 @@ FusionValue bool_value(bool on) {
 TEST(FusionConfig, DefaultAndMerge) {
   auto steps = validate_fusion_config(default_fusion_config());
   ASSERT_TRUE(steps.ok());
-  ASSERT_EQ(steps->size(), 1u);
+  ASSERT_EQ(steps->size(), 2u);  // every registered family, enabled
   EXPECT_EQ((*steps)[0].family->name, "patch_embeddings");
-  EXPECT_TRUE((*steps)[0].enabled);
-  const FusionConfig merged = merge_with_default({{"patch_embeddings", bool_value(false)}});
-  ASSERT_EQ(merged.size(), 1u);
+  EXPECT_EQ((*steps)[1].family->name, "conv2d_patch_embeddings");
+  EXPECT_TRUE((*steps)[0].enabled && (*steps)[1].enabled);
+  // The user's entries first, in their order; defaults they did not mention after them.
+  const FusionConfig merged = merge_with_default({{"conv2d_patch_embeddings", bool_value(false)}});
+  ASSERT_EQ(merged.size(), 2u);
+  EXPECT_EQ(merged[0].family, "conv2d_patch_embeddings");
   EXPECT_FALSE(merged[0].value.enabled);
+  EXPECT_EQ(merged[1].family, "patch_embeddings");
+  EXPECT_TRUE(merged[1].value.enabled);
 }
 
 TEST(FusionConfig, UnknownNameIsAnError) {
@@ -172,25 +219,29 @@ TEST(FusionConfig, DuplicateFamilyIsAnError) {
 }
 
 TEST(FusionConfig, UserOrderIsKeptAndConflictsFailFast) {
-  // A registry with a second family that rewrites the same tensors as the first.
-  const std::vector<FusionFamily> registry = {
-      {"patch_embeddings", R"((^|\.)patch_embed$)", "proj", "linear_proj", 3, {}},
-      {"patch_embeddings_v2", R"((^|\.)patch_embed$)", "proj", "linear", 3, {}},
-      {"conv2d_patch_embeddings", R"((^|\.)patch_embedding$)", "proj", "linear_proj", 2, {}},
-  };
+  // The real registry, plus a second entry that rewrites the same tensors as the Conv2d family.
+  std::vector<FusionFamily> registry = fusion_families();
+  FusionFamily twin = *find_family("conv2d_patch_embeddings");
+  twin.name = "conv2d_patch_embeddings_v2";
+  twin.fused_child = "linear_v2";
+  registry.push_back(twin);
+
   auto ordered = validate_fusion_config(
       {{"conv2d_patch_embeddings", bool_value(true)}, {"patch_embeddings", bool_value(true)}}, registry);
-  ASSERT_TRUE(ordered.ok());
+  ASSERT_TRUE(ordered.ok()) << ordered.error().message;  // the two real families never clash
   EXPECT_EQ((*ordered)[0].family->name, "conv2d_patch_embeddings");
   EXPECT_EQ((*ordered)[1].family->name, "patch_embeddings");
 
   auto clash = validate_fusion_config(
-      {{"patch_embeddings", bool_value(true)}, {"patch_embeddings_v2", bool_value(true)}}, registry);
+      {{"conv2d_patch_embeddings", bool_value(true)}, {"conv2d_patch_embeddings_v2", bool_value(true)}}, registry);
   ASSERT_FALSE(clash.ok());
-  EXPECT_NE(clash.error().message.find("'patch_embeddings' and 'patch_embeddings_v2'"), std::string::npos);
+  EXPECT_EQ(clash.error().message,
+            "fusion config: families 'conv2d_patch_embeddings' and 'conv2d_patch_embeddings_v2' both transform the "
+            "source pattern '(^|\\.)(patch_embedding|patch_embeddings\\.projection|patch_conv)$ -> {weight,bias}'");
   // A disabled family transforms nothing, so it cannot conflict.
-  EXPECT_TRUE(validate_fusion_config(
-                  {{"patch_embeddings", bool_value(true)}, {"patch_embeddings_v2", bool_value(false)}}, registry)
+  EXPECT_TRUE(validate_fusion_config({{"conv2d_patch_embeddings", bool_value(true)},
+                                      {"conv2d_patch_embeddings_v2", bool_value(false)}},
+                                     registry)
                   .ok());
 }
 

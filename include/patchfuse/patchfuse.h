@@ -200,24 +200,29 @@ PF_API pf_status pf_session_run(pf_session* session, const float* input, size_t 
 /** @param out  filled; its strings are owned by the session. */
 PF_API pf_status pf_session_get_info(const pf_session* session, pf_session_info* out);
 
-/** The size Hugging Face's processor resizes a height x width image to (smart_resize of the
- *  model's family, Python rounding). Resize with your own pipeline to this size, then call
- *  pf_session_run_frames with the result.
+/** The size Hugging Face's processor resizes a height x width image to: smart_resize of the
+ *  model's family (Python rounding) for Qwen2-VL-style models, the processor's fixed size (after
+ *  its centre crop, if any) for SigLIP/CLIP/ViT-style ones. Resize with your own pipeline to this
+ *  size, then call pf_session_run_frames with the result.
  *  @return PF_OK, PF_INVALID_ARGUMENT (null, index out of range, size out of range or aspect
  *          ratio above 200), PF_UNSUPPORTED (the module has no preprocessing). */
 PF_API pf_status pf_model_frame_size(const pf_model* model, size_t module_index, int64_t height, int64_t width,
                                      int64_t* height_out, int64_t* width_out);
 
-/** The grid (and so the output size) for `t` frames of height x width: both must be multiples of
- *  patch_size * merge_size (the message gives the size smart_resize would use).
+/** The grid (and so the output size) for `t` frames of height x width. Qwen2-VL-style models: both
+ *  must be multiples of patch_size * merge_size (the message gives the size smart_resize would
+ *  use). Conv2d models (SigLIP, CLIP, ViT, ...): at least one patch; like nn.Conv2d the grid is
+ *  floor(height / patch) x floor(width / patch), and each of the t frames is one image.
  *  @return PF_OK, PF_INVALID_ARGUMENT, PF_UNSUPPORTED (no preprocessing). */
 PF_API pf_status pf_session_frames_grid(const pf_session* session, size_t t, size_t height, size_t width,
                                         pf_grid* grid_out);
 
 /** Patch embeddings of uint8 RGB frames, preprocessed exactly as Hugging Face's image processor
  *  does (rescale and normalize folded into the weights; patches in its row order).
- *  A still image is t = 1 and costs half a video frame pair: the weights are summed over time.
- *  A video's frames are grouped temporal_patch_size at a time; an odd count repeats the last.
+ *  Qwen2-VL-style (Conv3d) models: a still image is t = 1 and costs half a video frame pair (the
+ *  weights are summed over time); a video's frames are grouped temporal_patch_size at a time, an
+ *  odd count repeating the last; rows come in 2x2 merge groups. Conv2d models: t images, each
+ *  giving its patches in raster order (row-major over the patch grid).
  *  Each weight set (still, video) is folded and packed once, on its first use.
  *  @param frames  `t` pointers to frames of `height` rows, HWC interleaved (R, G, B bytes), rows
  *                 `row_stride_bytes` apart (>= width * 3); read only during the call; no padding

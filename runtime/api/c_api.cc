@@ -296,7 +296,7 @@ pf_status pf_model_frame_size(const pf_model* model, size_t module_index, int64_
       return fail(PF_UNSUPPORTED, cat("module ", m.path, " has no preprocessing (convert the checkpoint with its "
                                       "preprocessor_config.json)"));
     }
-    Result<std::pair<int64_t, int64_t>> size = smart_resize(*m.preprocessing, height, width);
+    Result<std::pair<int64_t, int64_t>> size = resize_target(*m.preprocessing, height, width);
     if (!size.ok()) return fail(size.error());
     *height_out = size->first;
     *width_out = size->second;

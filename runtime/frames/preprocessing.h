@@ -1,7 +1,8 @@
 // What Hugging Face's image processor does to pixels before the patch embedding
 // (Qwen2VLImageProcessor for Qwen2-VL, Qwen2.5-VL, Qwen2.5-Omni, Qwen3-VL, Qwen3-Omni;
-// Glm4vImageProcessor for GLM-4.1V/4.5V), as the numbers a device needs to take uint8 frames
-// itself: normalization, patch/temporal/merge sizes and the smart_resize bounds. The converter
+// Glm4vImageProcessor for GLM-4.1V/4.5V; fixed-size processors such as SigLIP's, CLIP's and
+// ViT's for Conv2d patch embeddings), as the numbers a device needs to take uint8 frames itself:
+// normalization, patch/temporal/merge sizes and how the image is sized. The converter
 // reads it from preprocessor_config.json and stores it in the .pfb; the reader checks it with the
 // same rule (check_preprocessing) against the module's geometry.
 #pragma once
@@ -18,9 +19,10 @@
 namespace patchfuse {
 
 // Which smart_resize: Qwen2-VL's budgets h*w; GLM-4V's budgets t*h*w with t = temporal_patch_size
-// for images and first scales up images smaller than one merge block.
-enum class ResizeVariant : uint8_t { kQwen2Vl = 0, kGlm4v = 1 };
-const char* resize_variant_name(ResizeVariant v);  // "qwen2_vl", "glm4v"
+// for images and first scales up images smaller than one merge block. kFixed: every image becomes
+// fixed_height x fixed_width (after a centre crop for CLIP-style processors).
+enum class ResizeVariant : uint8_t { kQwen2Vl = 0, kGlm4v = 1, kFixed = 2 };
+const char* resize_variant_name(ResizeVariant v);  // "qwen2_vl", "glm4v", "fixed"
 
 // What the GEMM gets for a pixel: (u8 - 128) / 256, in [-0.5, 0.5). Exact in f32, bf16 and f16
 // (at most 8 significant bits, a power-of-two scale), centred so partial sums stay small, and of
@@ -36,21 +38,28 @@ struct Preprocessing {
   int64_t patch_size = 14, temporal_patch_size = 2, merge_size = 2;
   int64_t min_pixels = 0, max_pixels = 0;  // smart_resize bounds
   ResizeVariant resize = ResizeVariant::kQwen2Vl;
+  int64_t fixed_height = 0, fixed_width = 0;  // kFixed's size
 
-  int64_t factor() const { return patch_size * merge_size; }  // frame sides are multiples of this
+  int64_t factor() const { return patch_size * merge_size; }  // smart_resize's frame sides are multiples of this
 };
 
 // The one rule for a stored preprocessing: sizes positive, patch_size == kernel h and w,
-// temporal_patch_size == kernel t, one mean and std per input channel, every std non-zero and
-// finite, 0 < min_pixels <= max_pixels. `where` prefixes the message.
+// temporal_patch_size == kernel t (1 for a Conv2d), one mean and std per input channel, every std
+// non-zero and finite; 0 < min_pixels <= max_pixels for smart_resize, a positive size for kFixed,
+// whose merge and temporal sizes are 1. `where` prefixes the message.
 Status check_preprocessing(const Preprocessing& p, const ConvGeometry& g, const std::string& where);
 
-// The frame size Hugging Face resizes an image of height x width to (smart_resize of the variant,
-// with Python's round-half-to-even), as (height, width).
+// transformers' smart_resize of the variant (kQwen2Vl or kGlm4v), with Python's round-half-to-even.
 Result<std::pair<int64_t, int64_t>> smart_resize(const Preprocessing& p, int64_t height, int64_t width);
 
-// image_grid_thw for `frames` frames of height x width, which must be multiples of factor().
-// grid.t = ceil(frames / temporal_patch_size): an odd count repeats the last frame.
+// The frame size Hugging Face resizes an image of height x width to, as (height, width): the
+// variant's smart_resize, or the fixed size.
+Result<std::pair<int64_t, int64_t>> resize_target(const Preprocessing& p, int64_t height, int64_t width);
+
+// image_grid_thw for `frames` frames of height x width. smart_resize variants: sides must be
+// multiples of factor(); grid.t = ceil(frames / temporal_patch_size), an odd count repeating the
+// last frame. kFixed (a Conv2d with padding "valid"): sides of at least patch_size, and like
+// nn.Conv2d the grid drops the pixels past the last whole patch; each frame is one image.
 struct FrameGrid {
   int64_t t = 0, h = 0, w = 0;
   int64_t rows() const { return t * h * w; }

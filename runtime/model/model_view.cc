@@ -15,7 +15,8 @@ static_assert(static_cast<int>(fb::DType_F32) == static_cast<int>(DType::kF32) &
                   static_cast<int>(fb::DType_BF16) == static_cast<int>(DType::kBF16),
               "schema DType and runtime DType must agree");
 static_assert(static_cast<int>(fb::ResizeVariant_Qwen2VL) == static_cast<int>(ResizeVariant::kQwen2Vl) &&
-                  static_cast<int>(fb::ResizeVariant_Glm4V) == static_cast<int>(ResizeVariant::kGlm4v),
+                  static_cast<int>(fb::ResizeVariant_Glm4V) == static_cast<int>(ResizeVariant::kGlm4v) &&
+                  static_cast<int>(fb::ResizeVariant_Fixed) == static_cast<int>(ResizeVariant::kFixed),
               "schema ResizeVariant and runtime ResizeVariant must agree");
 static_assert(static_cast<int>(fb::Layout_FusedLinear) == static_cast<int>(Layout::kFusedLinear) &&
                   static_cast<int>(fb::Layout_OriginalConv) == static_cast<int>(Layout::kOriginalConv),
@@ -128,8 +129,10 @@ Result<ModuleView> read_module(const fb::Module* m, const std::string& origin, c
     pre.min_pixels = p->min_pixels();
     pre.max_pixels = p->max_pixels();
     PF_CHECK(p->resize() >= fb::ResizeVariant_MIN && p->resize() <= fb::ResizeVariant_MAX, Code::kInvalidModel, where,
-             ": preprocessing resize value ", static_cast<int>(p->resize()), " is not qwen2_vl or glm4v");
+             ": preprocessing resize value ", static_cast<int>(p->resize()), " is not qwen2_vl, glm4v or fixed");
     pre.resize = static_cast<ResizeVariant>(p->resize());
+    pre.fixed_height = p->fixed_height();
+    pre.fixed_width = p->fixed_width();
     PF_RETURN_IF_ERROR(check_preprocessing(pre, v.geometry, where));
     v.preprocessing = std::move(pre);
   }

@@ -8,7 +8,7 @@
 namespace patchfuse {
 
 std::optional<std::string> candidate_module(const FusionFamily& family, std::string_view tensor_name) {
-  const std::string suffix = cat(".", family.conv_child, ".weight");
+  const std::string suffix = conv_weight_name(family, "");  // ".proj.weight", or ".weight" for a module that is the conv
   if (tensor_name.size() <= suffix.size() ||
       tensor_name.substr(tensor_name.size() - suffix.size()) != suffix) {
     return std::nullopt;

@@ -10,6 +10,12 @@ const std::vector<FusionFamily>& fusion_families() {
   static const std::vector<FusionFamily> registry = {
       // Qwen2-VL family vision encoders: nn.Conv3d(C, embed_dim, kernel=(kt,p,p), stride=kernel).
       {"patch_embeddings", R"((^|\.)patch_embed$)", "proj", "linear_proj", 3, {}},
+      // SigLIP/CLIP/ViT-style encoders: nn.Conv2d(C, embed_dim, kernel=(p,p), stride=kernel) that
+      // is itself the module (`embeddings.patch_embedding` in SigLIP, CLIP, Idefics3, Mllama;
+      // `embeddings.patch_embeddings.projection` in ViT, DINOv2, InternVL; `patch_conv` in
+      // Pixtral). X.weight becomes X.linear.weight, the name Llama 4 gives its own unfolded one.
+      {"conv2d_patch_embeddings", R"((^|\.)(patch_embedding|patch_embeddings\.projection|patch_conv)$)", "", "linear",
+       2, {}},
   };
   return registry;
 }
@@ -25,7 +31,7 @@ FusionConfig default_fusion_config() {
   FusionValue on;
   on.kind = FusionValue::Kind::kBool;
   on.enabled = true;
-  return {{"patch_embeddings", on}};
+  return {{"patch_embeddings", on}, {"conv2d_patch_embeddings", on}};
 }
 
 FusionConfig merge_with_default(const FusionConfig& user) {
@@ -40,7 +46,7 @@ FusionConfig merge_with_default(const FusionConfig& user) {
 
 // The tensors a family rewrites: modules matching its regex, through its conv child.
 static std::string source_pattern(const FusionFamily& f) {
-  return cat(f.module_regex, " -> ", f.conv_child, ".{weight,bias}");
+  return cat(f.module_regex, " -> ", f.conv_child, f.conv_child.empty() ? "" : ".", "{weight,bias}");
 }
 
 Result<std::vector<FusionStep>> validate_fusion_config(const FusionConfig& config,
@@ -150,8 +156,13 @@ std::optional<int64_t> patch_volume(const ConvGeometry& g) {
   return static_cast<int64_t>(*n);
 }
 
-std::string conv_weight_name(const FusionFamily& f, const std::string& m) { return cat(m, ".", f.conv_child, ".weight"); }
-std::string conv_bias_name(const FusionFamily& f, const std::string& m) { return cat(m, ".", f.conv_child, ".bias"); }
+// An empty conv_child: the module is the conv itself (X.weight).
+std::string conv_weight_name(const FusionFamily& f, const std::string& m) {
+  return f.conv_child.empty() ? cat(m, ".weight") : cat(m, ".", f.conv_child, ".weight");
+}
+std::string conv_bias_name(const FusionFamily& f, const std::string& m) {
+  return f.conv_child.empty() ? cat(m, ".bias") : cat(m, ".", f.conv_child, ".bias");
+}
 std::string fused_weight_name(const FusionFamily& f, const std::string& m) { return cat(m, ".", f.fused_child, ".weight"); }
 std::string fused_bias_name(const FusionFamily& f, const std::string& m) { return cat(m, ".", f.fused_child, ".bias"); }
 
@@ -173,6 +184,16 @@ Result<std::vector<int64_t>> unfuse_weight_shape(const std::string& tensor_name,
            " cannot be reshaped back to the conv shape ", format_dims(conv),
            "; the element counts and embed_dim must match");
   return conv;
+}
+
+ConvGeometry as_conv3d(const ConvGeometry& g) {
+  if (g.kernel.size() != 2) return g;
+  ConvGeometry lifted = g;
+  lifted.kernel.insert(lifted.kernel.begin(), 1);
+  lifted.stride.insert(lifted.stride.begin(), 1);
+  lifted.padding.insert(lifted.padding.begin(), 0);
+  lifted.dilation.insert(lifted.dilation.begin(), 1);
+  return lifted;
 }
 
 std::string fused_class_name(std::string_view original_class) {

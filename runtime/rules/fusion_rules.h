@@ -22,14 +22,14 @@ struct ConvGeometry {
   int64_t embed_dim = 0;  // the conv's out_channels
 };
 
-// One registered family of fusable modules. A second family (e.g. the Conv2d patch embeddings of
-// SigLIP/CLIP/ViT) is one more entry in fusion_families(), not new code.
+// One registered family of fusable modules: the Conv3d patch embeddings of the Qwen2-VL family and
+// the Conv2d ones of SigLIP/CLIP/ViT. Another family is one more entry in fusion_families().
 struct FusionFamily {
   std::string_view name;          // key in the fusion config, e.g. "patch_embeddings"
   std::string_view module_regex;  // ECMAScript regex on the module path
-  std::string_view conv_child;    // child holding the conv weights, e.g. "proj"
+  std::string_view conv_child;    // child holding the conv weights, e.g. "proj"; "" when the module is the conv
   std::string_view fused_child;   // child holding the linear weights, e.g. "linear_proj"
-  int spatial_rank;               // 3 for Conv3d
+  int spatial_rank;               // 3 for Conv3d, 2 for Conv2d
   std::vector<std::string_view> option_keys;  // options the family accepts in the fusion config
 };
 
@@ -56,7 +56,8 @@ struct FusionConfigEntry {
 };
 using FusionConfig = std::vector<FusionConfigEntry>;
 
-// {"patch_embeddings": true}
+// {"patch_embeddings": true, "conv2d_patch_embeddings": true}: every family fuses unless the user
+// says otherwise (`--fusion NAME=false` keeps that family's modules in their conv layout).
 FusionConfig default_fusion_config();
 
 // User entries first, in their order, then the default families they did not mention.
@@ -75,8 +76,8 @@ Result<std::vector<FusionStep>> validate_fusion_config(
     const FusionConfig& config, const std::vector<FusionFamily>& registry = fusion_families());
 
 // ---- candidates and eligibility --------------------------------------------------------------
-// The module path of `tensor_name` if it is "<M>.<conv_child>.weight" with M matching the
-// family's regex; nullopt otherwise.
+// The module path of `tensor_name` if it is "<M>.<conv_child>.weight" (or "<M>.weight" for a
+// family whose module is the conv) with M matching the family's regex; nullopt otherwise.
 std::optional<std::string> candidate_module(const FusionFamily& family, std::string_view tensor_name);
 
 // Shape checks that make a weight a conv of this family: rank 2 + spatial_rank, positive dims.
@@ -117,6 +118,10 @@ Result<std::vector<int64_t>> unfuse_weight_shape(const std::string& tensor_name,
 
 // "Fused" + original, or "" when the original class is unknown.
 std::string fused_class_name(std::string_view original_class);
+
+// A Conv2d is a Conv3d whose kernel has depth 1: the same weight bytes and the same patch rows.
+// Sessions hand backends and the frames code this view, so they implement Conv3d only.
+ConvGeometry as_conv3d(const ConvGeometry& g);
 
 // "(2,14,14)"
 std::string format_dims(const std::vector<int64_t>& dims);

@@ -43,7 +43,8 @@ Result<std::unique_ptr<Session>> Session::create(const ModuleView& module, const
   PF_CHECK(eligible.ok(), Code::kUnsupported, eligible.error().message);
 
   std::unique_ptr<Session> s(new Session());
-  s->module_ = &module;
+  s->module_ = module;
+  s->module_.geometry = as_conv3d(module.geometry);
   s->fused_ = o.fused;
   PF_ASSIGN_OR_RETURN(s->backend_, pick_backend(o.backend));
   const Backend& b = *s->backend_;
@@ -60,7 +61,7 @@ Result<std::unique_ptr<Session>> Session::create(const ModuleView& module, const
     s->note_ = cat("model weights are ", dtype_name(module.dtype), " but ", why, "; computing in f32");
   }
   s->threads_ = o.threads;
-  PF_ASSIGN_OR_RETURN(s->kernel_, s->create_kernel(module));
+  PF_ASSIGN_OR_RETURN(s->kernel_, s->create_kernel(s->module_));
   s->detail_ = s->kernel_->detail();
   s->isa_ = s->kernel_->isa();
   return s;
@@ -80,27 +81,27 @@ Result<std::unique_ptr<Kernel>> Session::create_kernel(const ModuleView& module)
 }
 
 Result<FrameGrid> Session::frames_grid(size_t t, size_t height, size_t width) const {
-  PF_CHECK(module_->preprocessing.has_value(), Code::kUnsupported, "module ", module_->path,
+  PF_CHECK(module_.preprocessing.has_value(), Code::kUnsupported, "module ", module_.path,
            " has no preprocessing (convert the checkpoint with its preprocessor_config.json), so it cannot take frames");
-  return frame_grid(*module_->preprocessing, t, height, width);
+  return frame_grid(*module_.preprocessing, t, height, width);
 }
 
 Result<Session::FramesKernel*> Session::frames_kernel(bool still) {
   std::unique_ptr<FramesKernel>& slot = still ? still_ : video_;
   if (slot) return slot.get();
-  const Preprocessing& p = *module_->preprocessing;
+  const Preprocessing& p = *module_.preprocessing;
   auto k = std::make_unique<FramesKernel>();
-  k->folded = fold_normalization(*module_, p, still);
+  k->folded = fold_normalization(module_, p, still);
   ModuleView& v = k->view;
-  v.path = module_->path;
-  v.family = module_->family;
-  v.geometry = module_->geometry;
+  v.path = module_.path;
+  v.family = module_.family;
+  v.geometry = module_.geometry;
   if (still) v.geometry.kernel[0] = v.geometry.stride[0] = 1;
   v.patch_volume = k->folded.k;
   v.dtype = v.source_dtype = DType::kF32;
-  v.weight = {module_->weight.name, {v.geometry.embed_dim, k->folded.k}, DType::kF32,
+  v.weight = {module_.weight.name, {v.geometry.embed_dim, k->folded.k}, DType::kF32,
               reinterpret_cast<const uint8_t*>(k->folded.weight.data()), k->folded.weight.size() * sizeof(float)};
-  v.bias = TensorView{module_->path + ".bias", {v.geometry.embed_dim}, DType::kF32,
+  v.bias = TensorView{module_.path + ".bias", {v.geometry.embed_dim}, DType::kF32,
                       reinterpret_cast<const uint8_t*>(k->folded.bias.data()), k->folded.bias.size() * sizeof(float)};
   PF_ASSIGN_OR_RETURN(k->kernel, create_kernel(v));
   slot = std::move(k);
@@ -111,7 +112,7 @@ Status Session::run_frames(const uint8_t* const* frames, size_t t, size_t height
                            float* output, FrameGrid* grid) {
   PF_CHECK(frames != nullptr && output != nullptr, Code::kInvalidArgument, "run_frames: frames and output must not be null");
   PF_ASSIGN_OR_RETURN(const FrameGrid g, frames_grid(t, height, width));
-  const auto channels = static_cast<size_t>(module_->geometry.in_channels);
+  const auto channels = static_cast<size_t>(module_.geometry.in_channels);
   PF_CHECK(row_stride >= width * channels, Code::kInvalidArgument, "run_frames: row_stride_bytes ", row_stride,
            " is less than width * channels = ", width * channels);
   for (size_t f = 0; f < t; ++f) PF_CHECK(frames[f] != nullptr, Code::kInvalidArgument, "run_frames: frame ", f, " is null");
@@ -120,8 +121,8 @@ Status Session::run_frames(const uint8_t* const* frames, size_t t, size_t height
     PF_ASSIGN_OR_RETURN(FramesKernel * k, frames_kernel(still));
     const auto rows = static_cast<size_t>(g.rows());
     const size_t count = rows * static_cast<size_t>(k->folded.k);
-    const Preprocessing& p = *module_->preprocessing;
-    const int64_t channels = module_->geometry.in_channels;
+    const Preprocessing& p = *module_.preprocessing;
+    const int64_t channels = module_.geometry.in_channels;
     // Rows in the kernel's own input type: a bf16 kernel gets bf16 rows, with no f32 pass between.
     // The gather runs on the kernel's threads, one block of rows per task.
     const auto gather_on_threads = [&](auto* rows) {
@@ -149,10 +150,10 @@ Status Session::run_frames(const uint8_t* const* frames, size_t t, size_t height
 Status Session::run(const float* input, size_t n, float* output) {
   PF_CHECK(input != nullptr && output != nullptr, Code::kInvalidArgument, "run: input and output must not be null");
   PF_CHECK(n > 0, Code::kInvalidArgument, "run: N = 0; at least one patch is needed");
-  const auto in_count = checked_mul(n, static_cast<uint64_t>(module_->patch_volume));
-  const auto out_count = checked_mul(n, static_cast<uint64_t>(module_->geometry.embed_dim));
+  const auto in_count = checked_mul(n, static_cast<uint64_t>(module_.patch_volume));
+  const auto out_count = checked_mul(n, static_cast<uint64_t>(module_.geometry.embed_dim));
   PF_CHECK(in_count && out_count && *in_count <= SIZE_MAX / sizeof(float) && *out_count <= SIZE_MAX / sizeof(float),
-           Code::kInvalidArgument, "run: N = ", n, " patches of ", module_->patch_volume, " floats overflow the address space");
+           Code::kInvalidArgument, "run: N = ", n, " patches of ", module_.patch_volume, " floats overflow the address space");
   const auto* in_begin = reinterpret_cast<const char*>(input);
   const auto* out_begin = reinterpret_cast<const char*>(output);
   const bool overlap = in_begin < out_begin + *out_count * sizeof(float) && out_begin < in_begin + *in_count * sizeof(float);

@@ -42,7 +42,6 @@ class Session {
   const std::string& detail() const { return detail_; }
   const std::string& isa() const { return isa_; }
   const std::string& note() const { return note_; }
-  const ModuleView& module() const { return *module_; }
 
  private:
   Session() = default;
@@ -58,7 +57,9 @@ class Session {
   std::unique_ptr<FramesKernel> still_, video_;
   std::vector<float> rows_;          // gathered rows, reused across runs (f32 kernels)
   std::vector<uint16_t> rows_bf16_;  // the same for kernels that take bf16 rows
-  const ModuleView* module_ = nullptr;
+  // The module as backends and the frames code see it: a Conv2d's geometry as_conv3d(), the same
+  // bytes otherwise. Views point into the model, which outlives the session.
+  ModuleView module_;
   const Backend* backend_ = nullptr;
   Precision precision_ = Precision::kF32;
   bool fused_ = true;

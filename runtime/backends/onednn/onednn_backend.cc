@@ -123,12 +123,19 @@ class OneDnnKernel final : public Kernel {
 
   dt compute_type() const { return bf16_ ? dt::bf16 : dt::f32; }
 
-  // Shapes of the input in the primitive's own view: [N, K] for matmul, [N, C, kt, kh, kw] for conv.
-  dims src_dims(int64_t n) const {
-    return fused_ ? dims{n, k_} : dims{n, g_.in_channels, g_.kernel[0], g_.kernel[1], g_.kernel[2]};
+  // The conv's spatial axes: (kt, kh, kw), or (kh, kw) when kt is 1 (a Conv2d, or a still image's
+  // weights summed over time), which then runs as oneDNN's 2-D convolution.
+  dims spatial(const std::vector<int64_t>& v) const { return dims(v.begin() + (g_.kernel[0] == 1 ? 1 : 0), v.end()); }
+  static dims concat(dims head, const dims& tail) {
+    head.insert(head.end(), tail.begin(), tail.end());
+    return head;
   }
-  dims dst_dims(int64_t n) const { return fused_ ? dims{n, g_.embed_dim} : dims{n, g_.embed_dim, 1, 1, 1}; }
-  tag plain(size_t rank) const { return rank == 2 ? tag::ab : tag::ncdhw; }
+  // Shapes of the input in the primitive's own view: [N, K] for matmul, [N, C, (kt,) kh, kw] for conv.
+  dims src_dims(int64_t n) const { return fused_ ? dims{n, k_} : concat({n, g_.in_channels}, spatial(g_.kernel)); }
+  dims dst_dims(int64_t n) const {
+    return fused_ ? dims{n, g_.embed_dim} : concat({n, g_.embed_dim}, dims(spatial(g_.kernel).size(), 1));
+  }
+  static tag plain(size_t rank) { return rank == 2 ? tag::ab : rank == 4 ? tag::nchw : tag::ncdhw; }
 
   // Descriptor of the primitive for batch n, with the weights either free (`any`, for packing)
   // or fixed to the packed layout.
@@ -142,10 +149,9 @@ class OneDnnKernel final : public Kernel {
     }
     const dnnl::memory::desc bias = has_bias_ ? dnnl::memory::desc({g_.embed_dim}, dt::f32, tag::a)
                                               : dnnl::memory::desc();
-    const dims stride(g_.stride.begin(), g_.stride.end());
-    const dims pad(g_.padding.begin(), g_.padding.end());
+    const dims stride = spatial(g_.stride), pad = spatial(g_.padding);
     dims dilation;  // oneDNN counts dilation from 0
-    for (int64_t d : g_.dilation) dilation.push_back(d - 1);
+    for (int64_t d : spatial(g_.dilation)) dilation.push_back(d - 1);
     return dnnl::convolution_forward::primitive_desc(
         dnnl::convolution_forward::desc(dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct, src,
                                         weights_md, bias, dst, stride, dilation, pad, pad),
@@ -153,7 +159,7 @@ class OneDnnKernel final : public Kernel {
   }
 
   dims weight_dims() const {
-    return fused_ ? dims{k_, g_.embed_dim} : dims{g_.embed_dim, g_.in_channels, g_.kernel[0], g_.kernel[1], g_.kernel[2]};
+    return fused_ ? dims{k_, g_.embed_dim} : concat({g_.embed_dim, g_.in_channels}, spatial(g_.kernel));
   }
 
   // out[k * O + o] = w[o * K + k] in `to`, in 64 x 64 blocks so both sides stay in cache: the
@@ -180,7 +186,7 @@ class OneDnnKernel final : public Kernel {
     const TensorView& w = r.module->weight;
     // gemm:jit asks for plain [K, O] ("ab"), the transpose of the model's [O, K] rows: done here in
     // one pass. Blocked layouts (brgemm, the convolution) go through a oneDNN reorder from the
-    // model's layout: [O, K] is "ba" for matmul's [K, O] weights and plain oidhw for the conv.
+    // model's layout: [O, K] is "ba" for matmul's [K, O] weights and plain oi(d)hw for the conv.
     const bool plain_kxo = fused_ && packed_md_ == dnnl::memory::desc(weight_dims(), compute_type(), tag::ab);
     detail_ = cat(version_string(), fused_ ? " matmul " : " convolution ", pd.impl_info_str(), " (",
                   bf16_ ? "bf16" : "f32", ")");
@@ -195,7 +201,9 @@ class OneDnnKernel final : public Kernel {
         convert_elements(w.data, w.dtype, converted.data(), want, count);
         wdata = converted.data();
       }
-      dnnl::memory model_w(dnnl::memory::desc(weight_dims(), compute_type(), fused_ ? tag::ba : tag::oidhw), engine_, wdata);
+      // Plain oi(d)hw has the same strides as plain nc(d)hw.
+      dnnl::memory model_w(dnnl::memory::desc(weight_dims(), compute_type(), fused_ ? tag::ba : plain(weight_dims().size())),
+                           engine_, wdata);
       dnnl::reorder(model_w, weights_).execute(stream_, model_w, weights_);
       stream_.wait();
     }
