@@ -2,17 +2,123 @@
 
 namespace patchfuse {
 
+namespace {
+
+// A row of the table, written with named setters so that each row reads on its own. conv3d() and
+// conv2d() start from what most rows of their family share; a row states only what differs.
+class Row {
+ public:
+  Row(std::string_view model_type, std::string_view family, std::vector<int64_t> kernel) {
+    a_.model_type = model_type;
+    a_.family = family;
+    a_.kernel = std::move(kernel);
+    a_.vision_config_at = "vision_config";
+  }
+  Row& config_at(std::string_view at) { return a_.vision_config_at = at, *this; }
+  Row& channels_key(std::string_view key) { return a_.in_channels_key = key, *this; }
+  Row& module(std::string_view path, std::string_view cls) {
+    a_.patch_embed_path = path;
+    a_.patch_embed_class = cls;
+    return *this;
+  }
+  Row& bias() { return a_.bias = true, *this; }
+  Row& width(int64_t embed_dim, int64_t hidden_size) {
+    a_.embed_dim = embed_dim;
+    a_.vision_hidden_size = hidden_size;
+    return *this;
+  }
+  Row& width(int64_t embed_dim) { return width(embed_dim, embed_dim); }
+  Row& processor(std::string_view type, int64_t image_size = 0) {
+    a_.image_processor = type;
+    a_.image_size = image_size;
+    return *this;
+  }
+  operator Architecture() const { return a_; }  // NOLINT: rows convert implicitly in the table
+
+ private:
+  Architecture a_;
+};
+
+// Qwen2-VL-style: nn.Conv3d(C, embed_dim, kernel=(t, p, p), stride=kernel) held as `<M>.proj`.
+Row conv3d(std::string_view model_type, int64_t t, int64_t p) {
+  return Row(model_type, "patch_embeddings", {t, p, p}).channels_key("in_channels").processor("Qwen2VLImageProcessor");
+}
+
+// SigLIP/CLIP/ViT-style: nn.Conv2d(C, embed_dim, kernel=(ph, pw), stride=kernel), the module itself.
+Row conv2d(std::string_view model_type, int64_t ph, int64_t pw) {
+  return Row(model_type, "conv2d_patch_embeddings", {ph, pw}).channels_key("num_channels");
+}
+Row conv2d(std::string_view model_type, int64_t p) { return conv2d(model_type, p, p); }
+
+}  // namespace
+
 const std::vector<Architecture>& architectures() {
-  // Facts from transformers' modeling code and the published config.json files.
+  // Facts from transformers' modeling code and the published config.json / preprocessor_config.json
+  // of each family's reference checkpoint (named in the comment).
   static const std::vector<Architecture> table = {
-      {"qwen2_vl", "vision_config", "in_chans", "visual.patch_embed", "PatchEmbed", false, {2, 14, 14}, 1280, 1536, true, 0, 1, 1},
-      {"qwen2_5_vl", "vision_config", "in_chans", "visual.patch_embed", "Qwen2_5_VisionPatchEmbed", false, {2, 14, 14}, 1280, 1280, true, 0, 1, 1},
-      {"qwen2_5_omni", "thinker_config.vision_config", "in_channels", "thinker.visual.patch_embed", "Qwen2_5_VisionPatchEmbed", false, {2, 14, 14}, 1280, 1280, true, 0, 1, 1},
-      {"qwen3_vl", "vision_config", "in_channels", "model.visual.patch_embed", "Qwen3VLVisionPatchEmbed", true, {2, 16, 16}, 1152, 1152, true, 0, 1, 1},
-      {"qwen3_vl_moe", "vision_config", "in_channels", "model.visual.patch_embed", "Qwen3VLMoeVisionPatchEmbed", true, {2, 16, 16}, 1152, 1152, true, 0, 1, 1},
-      {"qwen3_omni_moe", "thinker_config.vision_config", "in_channels", "thinker.visual.patch_embed", "Qwen3OmniMoeVisionPatchEmbed", true, {2, 16, 16}, 1152, 1152, true, 0, 1, 1},
-      {"glm4v", "vision_config", "in_channels", "model.visual.patch_embed", "Glm4vVisionPatchEmbed", true, {2, 14, 14}, 1536, 1536, true, 0, 1, 1},
-      {"glm4v_moe", "vision_config", "in_channels", "model.visual.patch_embed", "Glm4vMoeVisionPatchEmbed", true, {2, 14, 14}, 1536, 1536, true, 0, 1, 1},
+      // Conv3d, the Qwen2-VL family.
+      conv3d("qwen2_vl", 2, 14).channels_key("in_chans").module("visual.patch_embed", "PatchEmbed").width(1280, 1536),
+      conv3d("qwen2_5_vl", 2, 14).channels_key("in_chans").module("visual.patch_embed", "Qwen2_5_VisionPatchEmbed").width(1280),
+      conv3d("qwen2_5_omni", 2, 14)
+          .config_at("thinker_config.vision_config")
+          .module("thinker.visual.patch_embed", "Qwen2_5_VisionPatchEmbed")
+          .width(1280),
+      conv3d("qwen3_vl", 2, 16).module("model.visual.patch_embed", "Qwen3VLVisionPatchEmbed").bias().width(1152),
+      conv3d("qwen3_vl_moe", 2, 16).module("model.visual.patch_embed", "Qwen3VLMoeVisionPatchEmbed").bias().width(1152),
+      conv3d("qwen3_omni_moe", 2, 16)
+          .config_at("thinker_config.vision_config")
+          .module("thinker.visual.patch_embed", "Qwen3OmniMoeVisionPatchEmbed")
+          .bias()
+          .width(1152),
+      conv3d("glm4v", 2, 14).module("model.visual.patch_embed", "Glm4vVisionPatchEmbed").bias().width(1536).processor("Glm4vImageProcessor"),
+      conv3d("glm4v_moe", 2, 14)
+          .module("model.visual.patch_embed", "Glm4vMoeVisionPatchEmbed")
+          .bias()
+          .width(1536)
+          .processor("Glm4vImageProcessor"),
+
+      // Conv2d. SigLIP so400m (google/siglip-so400m-patch14-384) and its standalone vision model.
+      conv2d("siglip", 14).module("vision_model.embeddings.patch_embedding", "Conv2d").bias().width(1152).processor("SiglipImageProcessor", 384),
+      conv2d("siglip_vision_model", 14)
+          .config_at("")
+          .module("vision_model.embeddings.patch_embedding", "Conv2d")
+          .bias()
+          .width(1152)
+          .processor("SiglipImageProcessor", 384),
+      // CLIP ViT-L/14 (openai/clip-vit-large-patch14): no bias, resize + 224 centre crop.
+      conv2d("clip", 14).module("vision_model.embeddings.patch_embedding", "Conv2d").width(1024).processor("CLIPImageProcessor", 224),
+      conv2d("clip_vision_model", 14)
+          .config_at("")
+          .module("vision_model.embeddings.patch_embedding", "Conv2d")
+          .width(1024)
+          .processor("CLIPImageProcessor", 224),
+      // ViT (google/vit-base-patch16-224) and DINOv2 (facebook/dinov2-base): top-level configs.
+      conv2d("vit", 16).config_at("").module("vit.embeddings.patch_embeddings.projection", "Conv2d").bias().width(768).processor("ViTImageProcessor", 224),
+      conv2d("dinov2", 14).config_at("").module("embeddings.patch_embeddings.projection", "Conv2d").bias().width(768).processor("BitImageProcessor", 224),
+      // SigLIP towers inside VLMs: Gemma 3 (gemma-3-4b-it), PaliGemma (paligemma-3b-pt-224),
+      // Idefics3 (Idefics3-8B-Llama3), SmolVLM (SmolVLM2-256M, SigLIP base patch16),
+      // LLaVA-OneVision (llava-onevision-qwen2-0.5b-ov-hf), Phi-4-multimodal (transformers port).
+      conv2d("gemma3", 14).module("vision_tower.vision_model.embeddings.patch_embedding", "Conv2d").bias().width(1152).processor("Gemma3ImageProcessor", 896),
+      conv2d("paligemma", 14).module("vision_tower.vision_model.embeddings.patch_embedding", "Conv2d").bias().width(1152).processor("SiglipImageProcessor", 224),
+      conv2d("idefics3", 14).module("model.vision_model.embeddings.patch_embedding", "Conv2d").bias().width(1152).processor("Idefics3ImageProcessor"),
+      conv2d("smolvlm", 16).module("model.vision_model.embeddings.patch_embedding", "Conv2d").bias().width(768).processor("SmolVLMImageProcessor"),
+      conv2d("llava_onevision", 14)
+          .module("vision_tower.vision_model.embeddings.patch_embedding", "Conv2d")
+          .bias()
+          .width(1152)
+          .processor("LlavaOnevisionImageProcessor", 384),
+      conv2d("phi4_multimodal", 14)
+          .module("model.embed_tokens_extend.image_embed.img_processor.embeddings.patch_embedding", "Conv2d")
+          .bias()
+          .width(1152)
+          .processor("Phi4MultimodalImageProcessorFast"),
+      // CLIP towers: LLaVA-1.5 (llava-hf/llava-1.5-7b-hf, ViT-L/14-336).
+      conv2d("llava", 14).module("vision_tower.vision_model.embeddings.patch_embedding", "Conv2d").width(1024).processor("CLIPImageProcessor", 336),
+      // InternVL (OpenGVLab/InternVL3-1B-hf, InternViT-300M): the ViT naming.
+      conv2d("internvl", 14).module("vision_tower.embeddings.patch_embeddings.projection", "Conv2d").bias().width(1024).processor("GotOcr2ImageProcessor", 448),
+      // Pixtral's standalone vision model (PixtralVisionModel) and Mllama (Llama-3.2-11B-Vision): no bias.
+      conv2d("pixtral", 16).config_at("").module("patch_conv", "Conv2d").width(1024).processor("PixtralImageProcessor"),
+      conv2d("mllama", 14).module("vision_model.patch_embedding", "Conv2d").width(1280).processor("MllamaImageProcessor", 560),
   };
   return table;
 }
@@ -28,6 +134,18 @@ std::string known_model_types() {
   std::string s;
   for (const Architecture& a : architectures()) s += (s.empty() ? "" : ", ") + std::string(a.model_type);
   return s;
+}
+
+const char* already_linear_reason(std::string_view model_type) {
+  if (model_type == "siglip2" || model_type == "siglip2_vision_model") {
+    return "SigLIP2 (NaFlex) embeds patches with nn.Linear(num_channels * patch_size^2, hidden_size) "
+           "(embeddings.patch_embedding): it is already the fused form, so there is nothing to fuse";
+  }
+  if (model_type == "llama4" || model_type == "llama4_vision_model") {
+    return "Llama 4 embeds patches with nn.Unfold + nn.Linear (vision_model.patch_embedding.linear): it is already "
+           "the fused form, so there is nothing to fuse";
+  }
+  return nullptr;
 }
 
 }  // namespace patchfuse

@@ -42,6 +42,9 @@ Result<ConvertReport> convert_checkpoint(const ConvertOptions& o) {
   PF_ASSIGN_OR_RETURN(Checkpoint ckpt, Checkpoint::open(o.input, o.config));
   PF_RETURN_IF_ERROR(check_not_an_input(o.output, ckpt.files()));
   PF_ASSIGN_OR_RETURN(VisionConfig config, load_vision_config(ckpt.config_path()));
+  if (const char* why = already_linear_reason(config.model_type)) {
+    return make_error(Code::kUnsupported, cat(ckpt.config_path(), ": model_type '", config.model_type, "': ", why));
+  }
   const Architecture* arch = find_architecture(config.model_type);
   ConvertReport report;
   std::optional<Preprocessing> preprocessing;
@@ -56,7 +59,14 @@ Result<ConvertReport> convert_checkpoint(const ConvertOptions& o) {
     report.notes.push_back("no preprocessor_config.json beside " + ckpt.config_path() +
                            ": the model takes pixel_values only (pass --preprocessor FILE for frames)");
   } else {
-    PF_ASSIGN_OR_RETURN(preprocessing, load_preprocessor_config(preprocessor_path, config.model_type));
+    Result<Preprocessing> loaded = load_preprocessor_config(preprocessor_path, config.model_type);
+    if (loaded.ok()) {
+      preprocessing = std::move(loaded).value();
+    } else if (loaded.error().code == Code::kUnsupported) {
+      report.notes.push_back(loaded.error().message + ": the model takes pixel_values only");
+    } else {
+      return loaded.error();
+    }
   }
 
   std::vector<ModuleRecord> modules;
@@ -86,10 +96,23 @@ Result<ConvertReport> convert_checkpoint(const ConvertOptions& o) {
       m.layout = step.enabled ? Layout::kFusedLinear : Layout::kOriginalConv;
       m.geometry = g;
       if (preprocessing) {
-        PF_RETURN_IF_ERROR(check_preprocessing(*preprocessing, g, cat(preprocessor_path, " vs ", name, " ", format_dims(w.entry->shape))));
-        m.preprocessing = preprocessing;
+        Preprocessing pre = *preprocessing;
+        const size_t r = g.kernel.size();
+        // Fixed-size processors do not cut patches; the weight's square kernel is the patch.
+        if (pre.resize == ResizeVariant::kFixed && pre.patch_size == 0) {
+          if (g.kernel[r - 2] == g.kernel[r - 1]) pre.patch_size = g.kernel[r - 1];
+        }
+        if (pre.patch_size == 0) {
+          report.notes.push_back(cat(*module, ": kernel ", format_dims(g.kernel),
+                                     " is not square; frames need square patches, so it takes pixel_values only"));
+        } else {
+          PF_RETURN_IF_ERROR(check_preprocessing(pre, g, cat(preprocessor_path, " vs ", name, " ", format_dims(w.entry->shape))));
+          m.preprocessing = pre;
+        }
       }
-      const std::string original_class = arch ? std::string(arch->patch_embed_class) : std::string();
+      // The architecture names the class of its own family's module only.
+      const bool arch_module = arch && arch->family == family.name;
+      const std::string original_class = arch_module ? std::string(arch->patch_embed_class) : std::string();
       m.class_name = step.enabled ? fused_class_name(original_class) : original_class;
       const bool fused = m.layout == Layout::kFusedLinear;
       PF_ASSIGN_OR_RETURN(m.weight, read_tensor(ckpt, name, fused ? fused_weight_name(family, m.path) : name,
@@ -114,7 +137,8 @@ Result<ConvertReport> convert_checkpoint(const ConvertOptions& o) {
     }
   }
   PF_CHECK(candidates > 0, Code::kInvalidModel, o.input, ": no patch embedding found (no tensor named <M>.proj.weight ",
-           "with M matching a fusion family's pattern, e.g. visual.patch_embed)");
+           "with M a patch_embed, e.g. visual.patch_embed, nor <M>.weight with M a patch_embedding, ",
+           "patch_embeddings.projection or patch_conv)");
   PF_CHECK(!modules.empty(), Code::kUnsupported, o.input, ": none of the ", candidates,
            " patch embeddings is eligible; ", report.notes.back());
 

@@ -51,8 +51,10 @@ Result<GeometryOverride> parse_geometry_override(const std::string& text) {
 }
 
 // The config's view of the kernel must match the weight's: patch_size is the last two kernel dims,
-// temporal_patch_size the first one of a Conv3d.
-static Status cross_check(const std::string& weight_name, const ConvGeometry& g, const VisionConfig& c) {
+// temporal_patch_size the first one of a Conv3d. A Conv2d patch embedding's out_channels is the
+// encoder's hidden_size (a Conv3d's need not be: Qwen2-VL's is embed_dim, not hidden_size).
+static Status cross_check(const FusionFamily& family, const std::string& weight_name, const ConvGeometry& g,
+                          const VisionConfig& c) {
   const std::string at = cat(c.file, ": ", c.location == "(top level)" ? "" : c.location + ".");
   PF_CHECK(c.temporal_patch_size || c.patch_size || c.in_channels, Code::kInvalidModel, at,
            "{patch_size, temporal_patch_size, in_channels, in_chans}: none is present, so the shape ",
@@ -72,6 +74,10 @@ static Status cross_check(const std::string& weight_name, const ConvGeometry& g,
     PF_CHECK(*c.in_channels == g.in_channels, Code::kInvalidModel, at, c.in_channels_key, " ", *c.in_channels,
              " disagrees with ", weight_name, " in_channels ", g.in_channels);
   }
+  if (c.hidden_size && family.spatial_rank == 2) {
+    PF_CHECK(*c.hidden_size == g.embed_dim, Code::kInvalidModel, at, "hidden_size ", *c.hidden_size, " disagrees with ",
+             weight_name, " out_channels ", g.embed_dim);
+  }
   return {};
 }
 
@@ -90,7 +96,7 @@ Result<ConvGeometry> resolve_geometry(const FusionFamily& family, const std::str
     const Architecture* arch = find_architecture(config.model_type);
     PF_CHECK(arch != nullptr, Code::kUnsupported, config.file, ": model_type '", config.model_type,
              "' is not a known architecture (known: ", known_model_types(),
-             "); pass --geometry stride=TxHxW[,padding=..][,dilation=..][,groups=N] to convert it");
+             "); pass --geometry stride=TxHxW (HxW for a Conv2d)[,padding=..][,dilation=..][,groups=N] to convert it");
     g.stride.assign(rank, 1);
     if (arch->stride_equals_kernel) g.stride = g.kernel;
     g.padding.assign(rank, arch->padding);
@@ -99,7 +105,7 @@ Result<ConvGeometry> resolve_geometry(const FusionFamily& family, const std::str
   }
   // A weight stores in_channels / groups; the module's in_channels is the product.
   g.in_channels *= g.groups;
-  PF_RETURN_IF_ERROR(cross_check(weight_name, g, config));
+  PF_RETURN_IF_ERROR(cross_check(family, weight_name, g, config));
   PF_RETURN_IF_ERROR(check_geometry(family, module, g));
   return g;
 }

@@ -54,12 +54,15 @@ Result<VisionConfig> load_vision_config(const std::string& path) {
       vc.patch_size = std::make_pair(s, s);
     }
   }
-  for (const char* key : {"in_channels", "in_chans"}) {
+  for (const char* key : {"in_channels", "in_chans", "num_channels"}) {
     if (v.contains(key)) {
       PF_ASSIGN_OR_RETURN(vc.in_channels, positive_int(v[key], at + key));
       vc.in_channels_key = key;
       break;
     }
+  }
+  if (v.contains("hidden_size")) {
+    PF_ASSIGN_OR_RETURN(vc.hidden_size, positive_int(v["hidden_size"], at + "hidden_size"));
   }
   return vc;
 }

@@ -1,5 +1,6 @@
 // The parts of a Hugging Face config.json that patchfuse reads: model_type and the vision
-// config's patch geometry fields.
+// config's patch geometry fields (patch_size, temporal_patch_size, in_channels / in_chans /
+// num_channels, hidden_size).
 #pragma once
 
 #include <cstdint>
@@ -18,7 +19,8 @@ struct VisionConfig {
   std::optional<int64_t> temporal_patch_size;
   std::optional<std::pair<int64_t, int64_t>> patch_size;  // (h, w); an int means (p, p)
   std::optional<int64_t> in_channels;
-  std::string in_channels_key;  // "in_channels" or "in_chans", whichever was present
+  std::string in_channels_key;  // "in_channels", "in_chans" or "num_channels", whichever was present
+  std::optional<int64_t> hidden_size;
 };
 
 // Finds the vision config at `vision_config`, `thinker_config.vision_config` or the top level.

@@ -33,11 +33,17 @@ ojson tensor_json(const TensorView& t, const uint8_t* base) {
 
 ojson preprocessing_json(const std::optional<Preprocessing>& p) {
   if (!p) return nullptr;
-  return {{"image_mean", p->mean},        {"image_std", p->std},
-          {"rescale_factor", p->rescale_factor}, {"patch_size", p->patch_size},
-          {"temporal_patch_size", p->temporal_patch_size}, {"merge_size", p->merge_size},
-          {"min_pixels", p->min_pixels},  {"max_pixels", p->max_pixels},
-          {"smart_resize", resize_variant_name(p->resize)}};
+  ojson j = {{"image_mean", p->mean},        {"image_std", p->std},
+             {"rescale_factor", p->rescale_factor}, {"patch_size", p->patch_size},
+             {"temporal_patch_size", p->temporal_patch_size}, {"merge_size", p->merge_size}};
+  if (p->resize == ResizeVariant::kFixed) {
+    j["size"] = {{"height", p->fixed_height}, {"width", p->fixed_width}};
+  } else {
+    j["min_pixels"] = p->min_pixels;
+    j["max_pixels"] = p->max_pixels;
+    j["smart_resize"] = resize_variant_name(p->resize);
+  }
+  return j;
 }
 
 std::string dims_list(const std::vector<int64_t>& d) {

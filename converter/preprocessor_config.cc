@@ -1,8 +1,11 @@
 #include "converter/preprocessor_config.h"
 
+#include "converter/architectures.h"
 #include "converter/json_file.h"
 
 #include <fstream>
+#include <optional>
+#include <tuple>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
@@ -38,6 +41,23 @@ Result<std::vector<float>> numbers(const json& root, const char* key, std::vecto
   return out;
 }
 
+// A size entry: an int (square) or {"height": h, "width": w}; nullopt for anything else (e.g.
+// {"shortest_edge": s}, which keeps the aspect ratio).
+Result<std::optional<std::pair<int64_t, int64_t>>> fixed_size(const json& root, const char* key, const std::string& path) {
+  if (!root.contains(key)) return std::optional<std::pair<int64_t, int64_t>>();
+  const json& v = root[key];
+  if (v.is_number_integer()) {
+    PF_ASSIGN_OR_RETURN(const int64_t side, positive_int(root, key, 0, path));
+    return std::optional(std::make_pair(side, side));
+  }
+  if (v.is_object() && v.contains("height") && v.contains("width")) {
+    PF_ASSIGN_OR_RETURN(const int64_t h, positive_int(v, "height", 0, cat(path, ": ", key)));
+    PF_ASSIGN_OR_RETURN(const int64_t w, positive_int(v, "width", 0, cat(path, ": ", key)));
+    return std::optional(std::make_pair(h, w));
+  }
+  return std::optional<std::pair<int64_t, int64_t>>();
+}
+
 }  // namespace
 
 Result<Preprocessing> load_preprocessor_config(const std::string& path, const std::string& model_type) {
@@ -49,14 +69,27 @@ Result<Preprocessing> load_preprocessor_config(const std::string& path, const st
     PF_CHECK(root["image_processor_type"].is_string(), Code::kInvalidModel, path,
              ": image_processor_type must be a string, got ", root["image_processor_type"].dump());
     processor = root["image_processor_type"].get<std::string>();
+  } else if (const Architecture* a = find_architecture(model_type)) {
+    processor = std::string(a->image_processor);
   }
-  p.resize = processor.rfind("Glm4v", 0) == 0 || (processor.empty() && model_type.rfind("glm4v", 0) == 0)
-                 ? ResizeVariant::kGlm4v
-                 : ResizeVariant::kQwen2Vl;
-  // Defaults of the processors themselves (transformers image_processing_qwen2_vl.py, _glm4v.py).
+  if (processor.rfind("Glm4v", 0) == 0) {
+    p.resize = ResizeVariant::kGlm4v;
+  } else if (processor.rfind("Qwen2VL", 0) == 0 || processor.empty()) {
+    p.resize = ResizeVariant::kQwen2Vl;
+  } else {
+    p.resize = ResizeVariant::kFixed;
+  }
+  const bool fixed = p.resize == ResizeVariant::kFixed;
+  // Defaults of the Qwen2-VL and GLM-4V processors themselves (transformers
+  // image_processing_qwen2_vl.py, _glm4v.py). Fixed-size processors differ in their defaults
+  // (0.5, CLIP's, ImageNet's), so theirs must be in the file.
   const bool glm = p.resize == ResizeVariant::kGlm4v;
   const std::vector<float> clip_mean = {0.48145466f, 0.4578275f, 0.40821073f};
   const std::vector<float> clip_std = {0.26862954f, 0.26130258f, 0.27577711f};
+  for (const char* key : {"image_mean", "image_std"}) {
+    PF_CHECK(!fixed || root.contains(key), Code::kInvalidModel, path, ": ", key, " is missing; ", processor,
+             " has no default patchfuse can assume");
+  }
   PF_ASSIGN_OR_RETURN(p.mean, numbers(root, "image_mean", clip_mean, path));
   PF_ASSIGN_OR_RETURN(p.std, numbers(root, "image_std", clip_std, path));
   if (root.contains("rescale_factor")) {
@@ -73,6 +106,26 @@ Result<Preprocessing> load_preprocessor_config(const std::string& path, const st
   }
   PF_CHECK(p.mean.size() == p.std.size(), Code::kInvalidModel, path, ": image_mean has ", p.mean.size(),
            " values but image_std has ", p.std.size());
+
+  if (fixed) {
+    // One image, patches in raster order; the patch size is the weight's (these processors do
+    // not cut patches themselves). The size: the centre crop when there is one, else `size`.
+    p.patch_size = 0;
+    p.temporal_patch_size = p.merge_size = 1;
+    PF_ASSIGN_OR_RETURN(const bool crop, flag(root, "do_center_crop", path));
+    std::optional<std::pair<int64_t, int64_t>> size;
+    if (crop && root.contains("do_center_crop")) {
+      PF_ASSIGN_OR_RETURN(size, fixed_size(root, "crop_size", path));
+    }
+    if (!size) {
+      PF_ASSIGN_OR_RETURN(size, fixed_size(root, "size", path));
+    }
+    PF_CHECK(size.has_value(), Code::kUnsupported, path, ": ", processor, " sizes images by ",
+             root.contains("size") ? root["size"].dump() : std::string("(no size)"),
+             ", not to one fixed size, and patchfuse does not reproduce that resize");
+    std::tie(p.fixed_height, p.fixed_width) = *size;
+    return p;
+  }
   PF_ASSIGN_OR_RETURN(p.patch_size, positive_int(root, "patch_size", 14, path));
   PF_ASSIGN_OR_RETURN(p.temporal_patch_size, positive_int(root, "temporal_patch_size", 2, path));
   PF_ASSIGN_OR_RETURN(p.merge_size, positive_int(root, "merge_size", 2, path));

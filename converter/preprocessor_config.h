@@ -1,9 +1,13 @@
-// Hugging Face's preprocessor_config.json (Qwen2VLImageProcessor and its fast variant, used by
-// Qwen2-VL, Qwen2.5-VL, Qwen2.5-Omni, Qwen3-VL, Qwen3-Omni; Glm4vImageProcessor for GLM-4.1V/4.5V)
-// as the Preprocessing a .pfb stores. Keys: image_mean, image_std, rescale_factor, do_rescale,
-// do_normalize, patch_size, temporal_patch_size, merge_size, and the smart_resize bounds as
-// min_pixels / max_pixels or size.shortest_edge / size.longest_edge; absent keys take the
-// processor's own defaults.
+// Hugging Face's preprocessor_config.json as the Preprocessing a .pfb stores.
+// - Qwen2VLImageProcessor (and its fast variant: Qwen2-VL, Qwen2.5-VL, Qwen2.5-Omni, Qwen3-VL,
+//   Qwen3-Omni) and Glm4vImageProcessor (GLM-4.1V/4.5V): image_mean, image_std, rescale_factor,
+//   do_rescale, do_normalize, patch_size, temporal_patch_size, merge_size, and the smart_resize
+//   bounds as min_pixels / max_pixels or size.shortest_edge / size.longest_edge; absent keys take
+//   the processor's own defaults.
+// - Any other processor (SigLIP's, CLIP's, ViT's, ...: Conv2d patch embeddings) is fixed-size:
+//   crop_size when do_center_crop, else size, as an int or {height, width}; image_mean and
+//   image_std must be present. patch_size is left 0: the caller takes it from the weight.
+//   A processor without a fixed size (Pixtral's longest_edge, Idefics3's tiles) is kUnsupported.
 #pragma once
 
 #include <string>
@@ -13,8 +17,8 @@
 
 namespace patchfuse {
 
-// `model_type` (config.json) picks the smart_resize variant when the file has no
-// image_processor_type. Wrong types and values are errors naming the file, key and value.
+// `model_type` (config.json) picks the processor when the file has no image_processor_type.
+// Wrong types and values are errors (kInvalidModel) naming the file, key and value.
 Result<Preprocessing> load_preprocessor_config(const std::string& path, const std::string& model_type);
 
 }  // namespace patchfuse

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "runtime/core/output_file.h"
+#include "runtime/rules/fusion_rules.h"
 #include "converter/safetensors.h"
 #include "cli/npy.h"
 
@@ -56,17 +57,20 @@ Status write_sample_checkpoint(const std::string& dir, const SampleSpec& spec) {
   PF_CHECK(::mkdir(dir.c_str(), 0777) == 0 || errno == EEXIST, Code::kIoError, dir, ": cannot create: ",
            std::strerror(errno));
   const Architecture& a = *spec.arch;
+  const FusionFamily& family = *find_family(a.family);
   const int64_t out = spec.embed_dim > 0 ? spec.embed_dim : a.embed_dim;
   const std::string pe(a.patch_embed_path);
-  const std::string prefix = pe.substr(0, pe.rfind('.'));  // e.g. "visual"
+  const std::string prefix = pe.find('.') == std::string::npos ? "encoder" : pe.substr(0, pe.find('.'));  // e.g. "visual"
+  const bool conv3d = a.kernel.size() == 3;
   Rng rng{spec.seed};
 
   // The patch embedding sits in the first shard, its bias and the unrelated tensors after it,
   // so a sharded sample really needs the index to be followed.
+  std::vector<int64_t> weight_shape = {out, 3};
+  weight_shape.insert(weight_shape.end(), a.kernel.begin(), a.kernel.end());
   std::vector<Tensor> tensors;
-  tensors.push_back(random_tensor(rng, pe + ".proj.weight", {out, 3, a.kernel[0], a.kernel[1], a.kernel[2]},
-                                  spec.dtype, 0.05f, 0));
-  if (a.bias) tensors.push_back(random_tensor(rng, pe + ".proj.bias", {out}, spec.dtype, 0.5f, spec.shards - 1));
+  tensors.push_back(random_tensor(rng, conv_weight_name(family, pe), weight_shape, spec.dtype, 0.05f, 0));
+  if (a.bias) tensors.push_back(random_tensor(rng, conv_bias_name(family, pe), {out}, spec.dtype, 0.5f, spec.shards - 1));
   tensors.push_back(random_tensor(rng, prefix + ".blocks.0.norm1.weight", {out}, spec.dtype, 1.0f, spec.shards - 1));
   tensors.push_back(random_tensor(rng, "model.embed_tokens.weight", {32, 64}, spec.dtype, 1.0f, spec.shards - 1));
 
@@ -89,15 +93,24 @@ Status write_sample_checkpoint(const std::string& dir, const SampleSpec& spec) {
     PF_RETURN_IF_ERROR(write_text(dir + "/model.safetensors.index.json", index.dump(2) + "\n"));
   }
 
+  const int64_t ph = a.kernel[a.kernel.size() - 2], pw = a.kernel.back();
+  const nlohmann::ordered_json patch_size =
+      ph == pw ? nlohmann::ordered_json(ph) : nlohmann::ordered_json(std::vector<int64_t>{ph, pw});
   nlohmann::ordered_json vision = {{"depth", 2},
                                    {"hidden_size", spec.embed_dim > 0 ? out : a.vision_hidden_size},
                                    {std::string(a.in_channels_key), 3},
-                                   {"patch_size", a.kernel[1]},
-                                   {"temporal_patch_size", a.kernel[0]},
-                                   {"spatial_merge_size", 2}};
+                                   {"patch_size", patch_size}};
+  if (conv3d) {
+    vision["temporal_patch_size"] = a.kernel[0];
+    vision["spatial_merge_size"] = 2;
+  } else {
+    vision["image_size"] = a.image_size > 0 ? a.image_size : 16 * ph;
+  }
   if (a.model_type == "qwen2_vl") vision["embed_dim"] = out;  // Qwen2-VL names the conv width embed_dim
   nlohmann::ordered_json config = {{"model_type", a.model_type}, {"torch_dtype", "bfloat16"}};
-  if (a.vision_config_at == "thinker_config.vision_config") {
+  if (a.vision_config_at.empty()) {
+    config.update(vision);
+  } else if (a.vision_config_at == "thinker_config.vision_config") {
     config["thinker_config"] = {{"vision_config", vision}};
   } else {
     config["vision_config"] = vision;
@@ -106,16 +119,31 @@ Status write_sample_checkpoint(const std::string& dir, const SampleSpec& spec) {
   if (spec.preprocessor) {
     // Shaped like the real checkpoints' preprocessor_config.json: Qwen3 models normalize with
     // 0.5/0.5 and budget pixels with size{}, Qwen2-family with CLIP's mean/std and min/max_pixels,
-    // GLM-4V with its own processor.
+    // GLM-4V with its own processor; fixed-size processors with size (SigLIP, ViT) or a centre
+    // crop (CLIP, DINOv2), CLIP's mean/std for CLIP towers and 0.5 otherwise.
     const bool qwen3 = a.model_type.rfind("qwen3", 0) == 0, glm = a.model_type.rfind("glm4v", 0) == 0;
+    const bool clip = a.image_processor == "CLIPImageProcessor" || a.image_processor == "PixtralImageProcessor";
     const std::vector<double> clip_mean = {0.48145466, 0.4578275, 0.40821073}, clip_std = {0.26862954, 0.26130258, 0.27577711};
+    const bool half = qwen3 || (!conv3d && !clip);
     nlohmann::ordered_json pre = {
-        {"image_processor_type", glm ? "Glm4vImageProcessor" : "Qwen2VLImageProcessor"},
+        {"image_processor_type", a.image_processor},
         {"do_rescale", true}, {"rescale_factor", 1.0 / 255}, {"do_normalize", true},
-        {"image_mean", qwen3 ? std::vector<double>(3, 0.5) : clip_mean},
-        {"image_std", qwen3 ? std::vector<double>(3, 0.5) : clip_std},
-        {"patch_size", a.kernel[1]}, {"temporal_patch_size", a.kernel[0]}, {"merge_size", 2}};
-    if (qwen3) {
+        {"image_mean", half ? std::vector<double>(3, 0.5) : clip_mean},
+        {"image_std", half ? std::vector<double>(3, 0.5) : clip_std}};
+    if (conv3d) {
+      pre["patch_size"] = a.kernel[1];
+      pre["temporal_patch_size"] = a.kernel[0];
+      pre["merge_size"] = 2;
+    }
+    if (!conv3d && a.image_size == 0) {
+      pre["size"] = {{"longest_edge", 32 * ph}};  // sized by the longest edge or in tiles: no fixed size
+    } else if (!conv3d && (clip || a.image_processor == "BitImageProcessor")) {
+      pre["size"] = {{"shortest_edge", a.image_size}};
+      pre["do_center_crop"] = true;
+      pre["crop_size"] = {{"height", a.image_size}, {"width", a.image_size}};
+    } else if (!conv3d) {
+      pre["size"] = {{"height", a.image_size}, {"width", a.image_size}};
+    } else if (qwen3) {
       pre["size"] = {{"shortest_edge", 65536}, {"longest_edge", 16777216}};
     } else if (glm) {
       pre["size"] = {{"shortest_edge", 12544}, {"longest_edge", 9633792}};
@@ -126,7 +154,8 @@ Status write_sample_checkpoint(const std::string& dir, const SampleSpec& spec) {
     PF_RETURN_IF_ERROR(write_text(dir + "/preprocessor_config.json", pre.dump(2) + "\n"));
   }
   if (spec.patches == 0) return {};
-  const int64_t volume = 3 * a.kernel[0] * a.kernel[1] * a.kernel[2];
+  int64_t volume = 3;
+  for (int64_t k : a.kernel) volume *= k;
   std::vector<float> pixels(static_cast<size_t>(spec.patches * volume));
   for (float& v : pixels) v = rng.uniform(-2.0f, 2.0f);  // normalized pixel range
   return write_npy_f32(dir + "/pixel_values.npy", {spec.patches, volume}, pixels.data());

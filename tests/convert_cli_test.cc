@@ -12,6 +12,7 @@
 #include "converter/architectures.h"
 #include "converter/safetensors.h"
 #include "converter/sample_checkpoint.h"
+#include "runtime/rules/fusion_rules.h"
 #include "tests/support/test_util.h"
 
 namespace patchfuse {
@@ -104,13 +105,14 @@ TEST(ConvertCli, RoundTripIsByteIdenticalForEveryArchitecture) {
       ASSERT_EQ(e.exit_code, 0) << e.err;
       const std::string shard0 = dir / (shards == 1 ? "ckpt/model.safetensors" : "ckpt/model-00001-of-00002.safetensors");
       const std::string shard_last = dir / (shards == 1 ? "ckpt/model.safetensors" : "ckpt/model-00002-of-00002.safetensors");
-      const std::string pe(a.patch_embed_path);
-      EXPECT_EQ(tensor_bytes(dir / "back.safetensors", pe + ".proj.weight"), tensor_bytes(shard0, pe + ".proj.weight"));
+      const FusionFamily& family = *find_family(a.family);
+      const std::string pe(a.patch_embed_path), weight = conv_weight_name(family, pe), bias = conv_bias_name(family, pe);
+      EXPECT_EQ(tensor_bytes(dir / "back.safetensors", weight), tensor_bytes(shard0, weight));
       auto st = SafetensorsFile::open(dir / "back.safetensors");
       ASSERT_TRUE(st.ok());
       EXPECT_EQ(st->entries().size(), a.bias ? 2u : 1u);
       if (a.bias) {
-        EXPECT_EQ(tensor_bytes(dir / "back.safetensors", pe + ".proj.bias"), tensor_bytes(shard_last, pe + ".proj.bias"));
+        EXPECT_EQ(tensor_bytes(dir / "back.safetensors", bias), tensor_bytes(shard_last, bias));
       }
     }
   }

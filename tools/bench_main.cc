@@ -309,8 +309,9 @@ int main(int argc, char** argv) {
             }
             ++ran;
             const pf_session_info& si = m[p].info;
-            // GFLOP/s of the GEMM actually run: a still image's frames path has K = C*P*P.
-            const size_t k_run = paths[p].frames && frame_ptrs.size() == 1 ? k / static_cast<size_t>(info.kernel[0]) : k;
+            // GFLOP/s of the GEMM actually run: a Conv3d's still-image frames path has K = C*P*P.
+            const bool summed = paths[p].frames && frame_ptrs.size() == 1 && info.spatial_rank == 3;
+            const size_t k_run = summed ? k / static_cast<size_t>(info.kernel[0]) : k;
             const double gflops = 2.0 * static_cast<double>(n) * static_cast<double>(k_run) * static_cast<double>(out) / (s[p].p50 * 1e6);
             std::printf("%-9s %-9s %-13s %3d %6zu | %8.3f %8.3f | %8.4f %8.4f %8.4f %8.4f %8.4f %8.4f | %8.1f %7.1f %s\n",
                         pf_backend_name(si.backend), patchfuse::precision_text(si.precision), path_name.c_str(), si.threads, n,

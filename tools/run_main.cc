@@ -44,7 +44,7 @@ int main(int argc, char** argv) {
   int threads = 1;
   bool no_fuse = false, compare = false;
   app.add_option("MODEL", model_path, "Model .pfb")->required();
-  auto* input_opt = app.add_option("--input", input_path, "float32 .npy, [N, C*kt*kh*kw] or [N, C, kt, kh, kw] (pixel_values)");
+  auto* input_opt = app.add_option("--input", input_path, "float32 .npy, [N, C*kt*kh*kw] or [N, C, (kt,) kh, kw] (patch rows)");
   auto* image_opt = app.add_option("--image", image_path, "A still image (PNG, JPEG, PPM, BMP, ...), preprocessed as Hugging Face does");
   auto* frames_opt = app.add_option("--frames", frame_paths, "Video frames, comma-separated image files of one size")->delimiter(',');
   input_opt->excludes(image_opt)->excludes(frames_opt);
@@ -86,16 +86,18 @@ int main(int argc, char** argv) {
     if (!read.ok()) return fail(read.error().message);
     x = std::move(read).value();
     if (x.descr != "<f4") return fail(input_path + ": dtype '" + x.descr + "' must be float32 ('<f4')");
-    const std::vector<int64_t> conv_row = {info.in_channels, info.kernel[0], info.kernel[1], info.kernel[2]};
+    // Rows may also come as the conv's input patches: [N, C, (kt,) kh, kw].
+    std::vector<int64_t> conv_row = {info.in_channels};
+    conv_row.insert(conv_row.end(), info.kernel, info.kernel + info.spatial_rank);
     const bool flat = x.shape.size() == 2 && x.shape[1] == info.patch_volume;
-    const bool five_d = x.shape.size() == 5 && std::vector<int64_t>(x.shape.begin() + 1, x.shape.end()) == conv_row;
-    if (!(flat || five_d) || x.shape[0] == 0) {
-      std::string shape;
+    const bool conv_shaped = x.shape.size() == 1 + conv_row.size() &&
+                             std::vector<int64_t>(x.shape.begin() + 1, x.shape.end()) == conv_row;
+    if (!(flat || conv_shaped) || x.shape[0] == 0) {
+      std::string shape, conv;
       for (int64_t d : x.shape) shape += (shape.empty() ? "" : ", ") + std::to_string(d);
-      return fail(input_path + ": shape (" + shape + ") must be [N, " + std::to_string(info.patch_volume) + "] or [N, " +
-                  std::to_string(info.in_channels) + ", " + std::to_string(info.kernel[0]) + ", " +
-                  std::to_string(info.kernel[1]) + ", " + std::to_string(info.kernel[2]) + "] with N >= 1 for module " +
-                  info.path);
+      for (int64_t d : conv_row) conv += ", " + std::to_string(d);
+      return fail(input_path + ": shape (" + shape + ") must be [N, " + std::to_string(info.patch_volume) + "] or [N" +
+                  conv + "] with N >= 1 for module " + info.path);
     }
     job.rows = static_cast<size_t>(x.shape[0]);
     const float* input = reinterpret_cast<const float*>(x.bytes.data());
@@ -129,7 +131,9 @@ int main(int argc, char** argv) {
     job.rows = static_cast<size_t>(grid->t * grid->h * grid->w);
     std::printf("image_grid_thw [%lld, %lld, %lld]: %zu patches%s\n", static_cast<long long>(grid->t),
                 static_cast<long long>(grid->h), static_cast<long long>(grid->w), job.rows,
-                frame_ptrs.size() == 1 ? " (still image: weights summed over time, K = C*P*P)" : "");
+                info.spatial_rank == 2     ? " (Conv2d: one image per frame, patches in raster order)"
+                : frame_ptrs.size() == 1 ? " (still image: weights summed over time, K = C*P*P)"
+                                         : "");
   }
   std::vector<float> y(job.rows * static_cast<size_t>(info.embed_dim));
   const auto t0 = std::chrono::steady_clock::now();

@@ -99,7 +99,7 @@ typedef struct pf_module_info {
   const char* family; /**< e.g. "patch_embeddings" */
   pf_layout layout;
   pf_dtype dtype;
-  int32_t spatial_rank; /**< 3 for Conv3d; kernel..dilation use the first spatial_rank entries */
+  int32_t spatial_rank; /**< 3 for Conv3d (t, h, w), 2 for Conv2d (h, w); kernel..dilation use the first spatial_rank entries */
   int32_t kernel[3], stride[3], padding[3], dilation[3];
   int32_t groups, in_channels, embed_dim;
   int64_t patch_volume; /**< in_channels * prod(kernel): the input row length */
