@@ -1,7 +1,7 @@
-// PyTorch golden fixtures (tests/fixtures/golden, made by make_golden.py with nn.Conv3d): the
-// converted model's fused weight, applied as a plain matrix product in double, must reproduce
-// PyTorch's Conv3d output. This pins the flattening order (C, t, h, w, no permutation) against
-// PyTorch rather than against our own code.
+// PyTorch golden fixtures (tests/fixtures/golden, made by make_golden.py with nn.Conv3d and
+// nn.Conv2d): the converted model's fused weight, applied as a plain matrix product in double, must
+// reproduce PyTorch's conv output. This pins the flattening order (C, (t,) h, w, no permutation)
+// against PyTorch rather than against our own code.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -14,11 +14,13 @@
 namespace patchfuse {
 namespace {
 
-const char* const kCases[] = {"qwen2_vl_f32", "qwen3_vl_bias_f32", "qwen3_omni_moe_bias_bf16"};
+const char* const kCases[] = {"qwen2_vl_f32",          "qwen3_vl_bias_f32",    "qwen3_omni_moe_bias_bf16",
+                              "siglip_so400m_bias_bf16", "siglip_p16_bias_bf16", "clip_l14_nobias_f16",
+                              "vit_pair_bias_f32"};
 
 class Golden : public ::testing::TestWithParam<const char*> {};
 
-TEST_P(Golden, FusedLinearInDoubleMatchesPytorchConv3d) {
+TEST_P(Golden, FusedLinearInDoubleMatchesPytorchConv) {
   const std::string dir = std::string(PATCHFUSE_GOLDEN_DIR) + "/" + GetParam();
   testing::TempDir tmp;
   ConvertOptions o;
