@@ -118,6 +118,36 @@ TEST(ConvertCli, RoundTripIsByteIdenticalForEveryArchitecture) {
   }
 }
 
+// SigLIP2 and Llama 4 already embed patches with a Linear: the converter says so and writes nothing.
+TEST(ConvertCli, AlreadyLinearPatchEmbeddingsAreRefusedWithTheReason) {
+  for (const char* type : {"siglip2", "llama4"}) {
+    TempDir dir;
+    make_sample(dir / "ckpt", "siglip", DType::kF32, 1, 16);
+    testing::write_text(dir / "ckpt/config.json", std::string(R"({"model_type":")") + type + R"(","vision_config":{}})");
+    const CommandResult r = convert_cli("convert " + dir / "ckpt" + " -o " + (dir / "m.pfb"));
+    EXPECT_EQ(r.exit_code, 1);
+    EXPECT_NE(r.err.find(std::string("model_type '") + type + "': "), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("is already the fused form, so there is nothing to fuse"), std::string::npos) << r.err;
+    EXPECT_FALSE(testing::file_exists(dir / "m.pfb"));
+  }
+}
+
+// A processor that sizes images by their longest edge (Pixtral, Idefics3, ...) converts with a
+// note; the model takes pixel_values only.
+TEST(ConvertCli, ProcessorWithoutAFixedSizeIsNoted) {
+  TempDir dir;
+  make_sample(dir / "ckpt", "pixtral", DType::kF32, 1, 16);
+  const CommandResult r = convert_cli("convert " + dir / "ckpt" + " -o " + (dir / "m.pfb"));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE((r.out + r.err).find("not to one fixed size, and patchfuse does not reproduce that resize: the model takes "
+                                 "pixel_values only"),
+            std::string::npos)
+      << r.out << r.err;
+  const auto j = nlohmann::json::parse(convert_cli("inspect --json " + (dir / "m.pfb")).out);
+  EXPECT_EQ(j["modules"][0]["weight"]["name"], "patch_conv.linear.weight");
+  EXPECT_TRUE(j["modules"][0]["preprocessing"].is_null());
+}
+
 TEST(ConvertCli, OriginalLayoutWithFusionDisabled) {
   TempDir dir;
   make_sample(dir / "ckpt", "glm4v", DType::kBF16, 1, 32);

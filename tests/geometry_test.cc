@@ -88,6 +88,34 @@ TEST(Geometry, ConfigMismatchNamesBothValues) {
             std::string::npos);
 }
 
+// Conv2d: the geometry is the weight's (a pair patch_size too), stride = kernel from the table, and
+// the config's hidden_size must be the conv's width.
+TEST(Geometry, Conv2dFromTheWeightCrossCheckedWithTheConfig) {
+  TempDir dir;
+  const FusionFamily& c2 = *find_family("conv2d_patch_embeddings");
+  const std::string m = "vit.embeddings.patch_embeddings.projection", w = m + ".weight";
+  auto vc = load(dir, R"({"model_type":"vit","num_channels":3,"patch_size":[16,8],"hidden_size":768})");
+  ASSERT_TRUE(vc.ok());
+  EXPECT_EQ(vc->in_channels_key, "num_channels");
+  auto g = resolve_geometry(c2, m, w, {768, 3, 16, 8}, *vc, {});
+  ASSERT_TRUE(g.ok()) << g.error().message;
+  EXPECT_EQ(g->kernel, (std::vector<int64_t>{16, 8}));
+  EXPECT_EQ(g->stride, g->kernel);
+  EXPECT_EQ(g->padding, (std::vector<int64_t>{0, 0}));
+  EXPECT_TRUE(eligibility_violations(*g).empty());
+  vc = load(dir, R"({"model_type":"vit","num_channels":3,"patch_size":[16,8],"hidden_size":1024})");
+  EXPECT_NE(resolve_geometry(c2, m, w, {768, 3, 16, 8}, *vc, {}).error().message.find(
+                "hidden_size 1024 disagrees with " + w + " out_channels 768"),
+            std::string::npos);
+  vc = load(dir, R"({"model_type":"vit","num_channels":3,"patch_size":16})");
+  EXPECT_NE(resolve_geometry(c2, m, w, {768, 3, 16, 8}, *vc, {}).error().message.find(
+                "patch_size (16,16) disagrees with " + w + " kernel (h,w) (16,8)"),
+            std::string::npos);
+  // A Conv3d's hidden_size is not its width (Qwen2-VL: 1536 vs 1280), so it is not checked there.
+  vc = load(dir, R"({"model_type":"qwen2_vl","vision_config":{"in_chans":3,"hidden_size":1536}})");
+  EXPECT_TRUE(resolve_geometry(patch(), "visual.patch_embed", "visual.patch_embed.proj.weight", kQwen2Weight, *vc, {}).ok());
+}
+
 TEST(Geometry, ConfigWithoutAnyGeometryField) {
   TempDir dir;
   auto vc = load(dir, R"({"model_type":"qwen2_vl","vision_config":{"depth":32}})");

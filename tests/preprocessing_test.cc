@@ -125,5 +125,81 @@ TEST_F(PreprocessorConfig, ContradictionsAndBadValuesAreErrors) {
             std::string::npos);
 }
 
+// Fixed-size processors (Conv2d models): the centre crop when there is one, else size; mean and
+// std must be given; a processor without one fixed size is kUnsupported, not an error.
+TEST_F(PreprocessorConfig, FixedSizeProcessors) {
+  testing::write_text(dir_ / "siglip.json",
+                      R"({"image_processor_type": "SiglipImageProcessor", "image_mean": [0.5, 0.5, 0.5],
+                          "image_std": [0.5, 0.5, 0.5], "size": {"height": 384, "width": 384}})");
+  auto p = load_preprocessor_config(dir_ / "siglip.json", "siglip").value();
+  EXPECT_EQ(p.resize, ResizeVariant::kFixed);
+  EXPECT_EQ(p.fixed_height, 384);
+  EXPECT_EQ(p.fixed_width, 384);
+  EXPECT_EQ(p.temporal_patch_size, 1);
+  EXPECT_EQ(p.merge_size, 1);
+  EXPECT_EQ(p.patch_size, 0) << "left to the weight's kernel";
+  EXPECT_EQ(resize_target(p, 1080, 1920).value(), std::make_pair(int64_t{384}, int64_t{384}));
+
+  // CLIP: shortest_edge resize, then the crop decides.
+  testing::write_text(dir_ / "clip.json",
+                      R"({"image_processor_type": "CLIPImageProcessor", "image_mean": [0.1, 0.2, 0.3],
+                          "image_std": [0.3, 0.2, 0.1], "size": {"shortest_edge": 336}, "do_center_crop": true,
+                          "crop_size": {"height": 336, "width": 320}})");
+  p = load_preprocessor_config(dir_ / "clip.json", "clip").value();
+  EXPECT_EQ(std::make_pair(p.fixed_height, p.fixed_width), std::make_pair(int64_t{336}, int64_t{320}));
+  testing::write_text(dir_ / "vit.json", R"({"image_mean": [0.5, 0.5, 0.5], "image_std": [0.5, 0.5, 0.5], "size": 224})");
+  p = load_preprocessor_config(dir_ / "vit.json", "vit").value();  // no type: the architecture's processor
+  EXPECT_EQ(p.resize, ResizeVariant::kFixed);
+  EXPECT_EQ(p.fixed_height, 224);
+
+  testing::write_text(dir_ / "pixtral.json",
+                      R"({"image_processor_type": "PixtralImageProcessor", "image_mean": [0.5, 0.5, 0.5],
+                          "image_std": [0.5, 0.5, 0.5], "size": {"longest_edge": 1024}})");
+  auto r = load_preprocessor_config(dir_ / "pixtral.json", "pixtral");
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().code, Code::kUnsupported);
+  EXPECT_NE(r.error().message.find(R"(PixtralImageProcessor sizes images by {"longest_edge":1024}, not to one fixed size)"),
+            std::string::npos)
+      << r.error().message;
+  testing::write_text(dir_ / "nomean.json", R"({"image_processor_type": "SiglipImageProcessor", "size": 224})");
+  r = load_preprocessor_config(dir_ / "nomean.json", "siglip");
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().code, Code::kInvalidModel);
+  EXPECT_NE(r.error().message.find("image_mean is missing; SiglipImageProcessor has no default"), std::string::npos);
+
+  // The rule: merge and temporal sizes 1, a size of at least one patch.
+  ConvGeometry g;
+  g.kernel = g.stride = {14, 14};
+  g.padding = {0, 0};
+  g.dilation = {1, 1};
+  g.in_channels = 3;
+  g.embed_dim = 8;
+  p = load_preprocessor_config(dir_ / "siglip.json", "siglip").value();
+  p.patch_size = 14;
+  EXPECT_TRUE(check_preprocessing(p, g, "m").ok());
+  p.fixed_width = 10;
+  EXPECT_NE(check_preprocessing(p, g, "m").error().message.find("size 384x10 must be at least one patch (14)"),
+            std::string::npos);
+}
+
+// A fixed-size model's grid is nn.Conv2d's: whole patches only, one image per frame.
+TEST(Preprocessing, FixedGridDropsPartialPatches) {
+  Preprocessing p;
+  p.resize = ResizeVariant::kFixed;
+  p.patch_size = 14;
+  p.temporal_patch_size = p.merge_size = 1;
+  p.fixed_height = p.fixed_width = 384;
+  const FrameGrid g = frame_grid(p, 2, 384, 390).value();
+  EXPECT_EQ(g.t, 2);
+  EXPECT_EQ(g.h, 27);
+  EXPECT_EQ(g.w, 27);
+  auto small = frame_grid(p, 1, 13, 100);
+  ASSERT_FALSE(small.ok());
+  EXPECT_NE(small.error().message.find("size 13x100 (height x width) is smaller than one patch (14); Hugging Face "
+                                       "resizes this image to 384x384"),
+            std::string::npos)
+      << small.error().message;
+}
+
 }  // namespace
 }  // namespace patchfuse
