@@ -211,5 +211,53 @@ TEST_F(RunCli, UsageErrorsExitTwo) {
   EXPECT_EQ(run_cli(model() + " --input " + input() + " --output " + out() + " --threads 0").exit_code, 2);
 }
 
+// A Conv2d model (the SigLIP P16 golden fixture): patch rows flat or as [N, C, kh, kw], and its
+// image through --image, against PyTorch's Conv2d on every backend and path, at the precision each
+// run reports.
+TEST(RunCliConv2d, RowsAndImageMatchPytorch) {
+  const std::string golden = std::string(PATCHFUSE_GOLDEN_DIR) + "/siglip_p16_bias_bf16";
+  TempDir dir;
+  ASSERT_EQ(testing::run_command(std::string(PATCHFUSE_CONVERT_BIN) + " convert " + golden + " -o " + (dir / "m.pfb")).exit_code, 0);
+  auto x = read_npy(golden + "/input.npy");
+  auto image = read_npy(golden + "/image.npy");
+  ASSERT_TRUE(x.ok() && image.ok());
+  const std::vector<double> want = read_npy(golden + "/expected.npy").value().to_double();
+  double max_ref = 0;
+  for (double w : want) max_ref = std::max(max_ref, std::fabs(w));
+  const int64_t n = x->shape[0];
+  ASSERT_TRUE(write_npy_f32(dir / "x4.npy", {n, 3, 16, 16}, reinterpret_cast<const float*>(x->bytes.data())).ok());
+  // The image as a binary PPM, which stb_image decodes.
+  const std::string header = "P6 " + std::to_string(image->shape[1]) + " " + std::to_string(image->shape[0]) + " 255\n";
+  std::vector<uint8_t> ppm(header.begin(), header.end());
+  ppm.insert(ppm.end(), image->bytes.begin(), image->bytes.end());
+  testing::write_bytes(dir / "image.ppm", ppm);
+
+  int ran = 0;
+  for (const std::string input : {"--input " + golden + "/input.npy", "--input " + (dir / "x4.npy"), "--image " + (dir / "image.ppm")}) {
+    for (const char* backend : {"reference", "onednn", "xnnpack"}) {
+      for (const char* path : {"", " --no-fuse"}) {
+        SCOPED_TRACE(input + " " + backend + path);
+        const CommandResult r = run_cli((dir / "m.pfb") + " " + input + " --output " + (dir / "y.npy") + " --backend " + backend + path);
+        if (r.exit_code != 0) {
+          EXPECT_NE(r.err.find("not built"), std::string::npos) << r.err;
+          continue;
+        }
+        if (input.rfind("--image", 0) == 0) {
+          EXPECT_NE(r.out.find("image_grid_thw [1, 4, 3]: 12 patches (Conv2d: one image per frame"), std::string::npos) << r.out;
+        }
+        const pf_precision computed = printed_precision(r.out);
+        ASSERT_NE(computed, PF_PRECISION_AUTO) << r.out;
+        const std::vector<double> y = read_npy(dir / "y.npy").value().to_double();
+        ASSERT_EQ(y.size(), want.size());
+        double max_err = 0;
+        for (size_t i = 0; i < y.size(); ++i) max_err = std::max(max_err, std::fabs(y[i] - want[i]));
+        EXPECT_LE(max_err, testing::max_relative_tolerance(computed) * max_ref) << "max |err| " << max_err;
+        ++ran;
+      }
+    }
+  }
+  EXPECT_GE(ran, 6);  // reference, both paths, three inputs
+}
+
 }  // namespace
 }  // namespace patchfuse
