@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include "tests/support/geometry.h"
+
 namespace patchfuse {
 namespace {
 
@@ -54,12 +56,7 @@ TEST(Candidates, Conv2dModuleIsTheConv) {
 }
 
 TEST(Eligibility, Conv2dIsAConv3dOfDepthOne) {
-  ConvGeometry g;
-  g.kernel = g.stride = {16, 8};
-  g.padding = {0, 0};
-  g.dilation = {1, 1};
-  g.in_channels = 3;
-  g.embed_dim = 768;
+  ConvGeometry g = testing::conv2d_geometry(16, 8, 3, 768);
   const FusionFamily& c2 = *find_family("conv2d_patch_embeddings");
   EXPECT_TRUE(check_eligible(c2, "m", g).ok());
   EXPECT_EQ(fused_weight_shape(g), (std::vector<int64_t>{768, 3 * 16 * 8}));

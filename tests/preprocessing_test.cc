@@ -9,6 +9,7 @@
 #include "converter/convert.h"
 #include "converter/preprocessor_config.h"
 #include "runtime/frames/preprocessing.h"
+#include "tests/support/geometry.h"
 #include "tests/support/test_util.h"
 
 namespace patchfuse {
@@ -168,12 +169,7 @@ TEST_F(PreprocessorConfig, FixedSizeProcessors) {
   EXPECT_NE(r.error().message.find("image_mean is missing; SiglipImageProcessor has no default"), std::string::npos);
 
   // The rule: merge and temporal sizes 1, a size of at least one patch.
-  ConvGeometry g;
-  g.kernel = g.stride = {14, 14};
-  g.padding = {0, 0};
-  g.dilation = {1, 1};
-  g.in_channels = 3;
-  g.embed_dim = 8;
+  const ConvGeometry g = testing::conv2d_geometry(14, 14, 3, 8);
   p = load_preprocessor_config(dir_ / "siglip.json", "siglip").value();
   p.patch_size = 14;
   EXPECT_TRUE(check_preprocessing(p, g, "m").ok());
