@@ -233,7 +233,7 @@ TEST(RunCliConv2d, RowsAndImageMatchPytorch) {
   testing::write_bytes(dir / "image.ppm", ppm);
 
   int ran = 0;
-  for (const std::string input : {"--input " + golden + "/input.npy", "--input " + (dir / "x4.npy"), "--image " + (dir / "image.ppm")}) {
+  for (const std::string& input : {"--input " + golden + "/input.npy", "--input " + (dir / "x4.npy"), "--image " + (dir / "image.ppm")}) {
     for (const char* backend : {"reference", "onednn", "xnnpack"}) {
       for (const char* path : {"", " --no-fuse"}) {
         SCOPED_TRACE(input + " " + backend + path);

@@ -18,7 +18,8 @@ inline const std::map<std::string, pf_backend>& backend_names() {
 
 inline const std::map<std::string, pf_precision>& precision_names() {
   static const std::map<std::string, pf_precision> m = {
-      {"auto", PF_PRECISION_AUTO}, {"f32", PF_PRECISION_F32}, {"bf16", PF_PRECISION_BF16}, {"f16", PF_PRECISION_F16}};
+      {"auto", PF_PRECISION_AUTO}, {"f32", PF_PRECISION_F32}, {"bf16", PF_PRECISION_BF16}, {"f16", PF_PRECISION_F16},
+      {"int8", PF_PRECISION_INT8}};
   return m;
 }
 

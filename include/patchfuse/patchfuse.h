@@ -75,7 +75,9 @@ typedef PF_ENUM(pf_precision) {
   PF_PRECISION_AUTO = 0, /**< the model's weight dtype where the backend runs it natively, else f32 */
   PF_PRECISION_F32 = 1,
   PF_PRECISION_BF16 = 2, /**< bf16 inputs and weights, f32 accumulation and output */
-  PF_PRECISION_F16 = 3   /**< f16 inputs and weights; accumulation as the backend does it */
+  PF_PRECISION_F16 = 3,  /**< f16 inputs and weights; accumulation as the backend does it */
+  PF_PRECISION_INT8 = 4  /**< frames only: the uint8 pixels exactly, the folded weights as per-channel int8;
+                              never chosen by AUTO (see pf_session_run_frames) */
 } pf_precision;
 
 typedef PF_ENUM(pf_path) {

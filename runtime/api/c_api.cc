@@ -92,6 +92,7 @@ pf_precision from_precision(Precision p) {
     case Precision::kF32: return PF_PRECISION_F32;
     case Precision::kBF16: return PF_PRECISION_BF16;
     case Precision::kF16: return PF_PRECISION_F16;
+    case Precision::kInt8: return PF_PRECISION_INT8;
   }
   return PF_PRECISION_F32;
 }
@@ -246,6 +247,7 @@ pf_status pf_session_create(const pf_model* model, size_t module_index, const pf
       case PF_PRECISION_F32: so.precision = Precision::kF32; break;
       case PF_PRECISION_BF16: so.precision = Precision::kBF16; break;
       case PF_PRECISION_F16: so.precision = Precision::kF16; break;
+      case PF_PRECISION_INT8: so.precision = Precision::kInt8; break;
       default:
         return fail(PF_INVALID_ARGUMENT, cat("pf_session_create: precision value ", static_cast<int>(o.precision),
                                              " is not a pf_precision"));

@@ -16,8 +16,10 @@
 
 namespace patchfuse {
 
+struct Int8Weights;  // runtime/frames/weight_transforms.h
+
 enum class BackendId { kReference, kOneDnn, kXnnpack };
-enum class Precision { kF32, kBF16, kF16 };
+enum class Precision { kF32, kBF16, kF16, kInt8 };  // kInt8: frames only (uint8 rows, int8 weights)
 const char* backend_id_name(BackendId id);
 const char* precision_name(Precision p);
 
@@ -29,6 +31,9 @@ struct KernelRequest {
   bool fused = true;                   // GEMM, or the backend's convolution on the conv view
   Precision precision = Precision::kF32;
   int threads = 1;
+  // kInt8 only: the quantized weights, scales and bias (the module then gives the geometry); they
+  // outlive the kernel. int8 kernels take uint8 rows (run_u8).
+  const Int8Weights* int8 = nullptr;
 };
 
 class Kernel {
@@ -47,6 +52,10 @@ class Kernel {
   virtual bool takes_bf16() const { return false; }
   virtual Status run_bf16(const uint16_t* /*input*/, size_t /*n*/, float* /*output*/) {
     return make_error(Code::kInternal, "this kernel takes f32 rows only");
+  }
+  // int8 kernels take the uint8 pixels themselves, in the gather's order.
+  virtual Status run_u8(const uint8_t* /*input*/, size_t /*n*/, float* /*output*/) {
+    return make_error(Code::kInternal, "this kernel takes no uint8 rows");
   }
   // Calls task(i) for every i in [0, n) on the threads the kernel computes on (its library's own
   // pool, already warm), so work a session does before a run, like the frames gather, scales with

@@ -46,6 +46,7 @@ const char* precision_name(Precision p) {
     case Precision::kF32: return "f32";
     case Precision::kBF16: return "bf16";
     case Precision::kF16: return "f16";
+    case Precision::kInt8: return "int8";
   }
   return "?";
 }

@@ -4,8 +4,9 @@
 // so each M x M merge group is M*M consecutive rows; columns in (c, t, y, x) order. A video's
 // frames are grouped temporal_patch_size at a time, the last frame repeated to fill the last
 // group. `still` writes columns (c, y, x) for weights summed over t (fold_normalization).
-// Pixels are written as (u8 - 128) / 256 (preprocessing.h): normalization, centre and scale live
-// in the folded weights and bias.
+// Pixels are written as (u8 - 128) / 256 (preprocessing.h), or as they are for int8 kernels:
+// normalization, centre and scale live in the folded weights and bias. With merge_size 1 (Conv2d
+// models) the order is raster order over the patch grid.
 #pragma once
 
 #include <cstddef>
@@ -21,13 +22,17 @@ int64_t gather_block_count(const FrameGrid& grid, const Preprocessing& p);
 
 // `frames`: grid's source frames, `count` of them (count <= grid.t * temporal_patch_size).
 // `out`: grid.rows() rows of channels * (still ? 1 : temporal_patch_size) * P * P values, as f32
-// or as bf16 bits (every such value is exact in both), the two input types backends take. Only
-// the rows of blocks [block_begin, block_end) are written.
+// or as bf16 bits (every such value is exact in both), the two input types backends take, or as
+// the raw uint8 pixels for int8 kernels. Only the rows of blocks [block_begin, block_end) are
+// written.
 void gather_rows(const uint8_t* const* frames, size_t count, size_t row_stride, const FrameGrid& grid,
                  const Preprocessing& p, int64_t channels, bool still, int64_t block_begin, int64_t block_end,
                  float* out);
 void gather_rows(const uint8_t* const* frames, size_t count, size_t row_stride, const FrameGrid& grid,
                  const Preprocessing& p, int64_t channels, bool still, int64_t block_begin, int64_t block_end,
                  uint16_t* out);
+void gather_rows(const uint8_t* const* frames, size_t count, size_t row_stride, const FrameGrid& grid,
+                 const Preprocessing& p, int64_t channels, bool still, int64_t block_begin, int64_t block_end,
+                 uint8_t* out);
 
 }  // namespace patchfuse

@@ -1,5 +1,8 @@
 #include "runtime/frames/weight_transforms.h"
 
+#include <algorithm>
+#include <cmath>
+
 namespace patchfuse {
 
 FoldedWeights fold_normalization(const ModuleView& m, const Preprocessing& p, bool still) {
@@ -31,6 +34,31 @@ FoldedWeights fold_normalization(const ModuleView& m, const Preprocessing& p, bo
     f.bias[static_cast<size_t>(o)] = static_cast<float>(shift);
   }
   return f;
+}
+
+Int8Weights quantize_int8(const FoldedWeights& f) {
+  const auto k = static_cast<size_t>(f.k), out = f.bias.size();
+  Int8Weights q;
+  q.k = f.k;
+  q.weight.resize(out * k);
+  q.scale.resize(out);
+  q.bias.resize(out);
+  for (size_t o = 0; o < out; ++o) {
+    const float* w = &f.weight[o * k];
+    double max_abs = 0;
+    for (size_t j = 0; j < k; ++j) max_abs = std::max(max_abs, std::fabs(static_cast<double>(w[j])) * kPixelScale);
+    const double scale = max_abs > 0 ? max_abs / 127 : 1.0;
+    int64_t sum_q = 0;
+    for (size_t j = 0; j < k; ++j) {
+      const double v = std::nearbyint(static_cast<double>(w[j]) * kPixelScale / scale);
+      q.weight[o * k + j] = static_cast<int8_t>(std::clamp(v, -127.0, 127.0));
+      sum_q += q.weight[o * k + j];
+    }
+    q.scale[o] = static_cast<float>(scale);
+    q.bias[o] = static_cast<float>(static_cast<double>(f.bias[o]) / static_cast<double>(q.scale[o]) -
+                                   static_cast<double>(kPixelCentre) * static_cast<double>(sum_q));
+  }
+  return q;
 }
 
 }  // namespace patchfuse

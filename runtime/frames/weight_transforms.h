@@ -27,4 +27,19 @@ struct FoldedWeights {
 // The module's geometry must have passed check_preprocessing(p).
 FoldedWeights fold_normalization(const ModuleView& m, const Preprocessing& p, bool still);
 
+// int8 on uint8 frames: the pixels need no quantization, so only the weights lose precision.
+// For the raw u8 the kernel then gets, W'' = W' / 256 is quantized symmetrically per output
+// channel, scale[o] = max_k |W''[o,k]| / 127, q = round(W'' / scale) in [-127, 127], and
+//   y[o] = scale[o] * (sum_k q[o,k] * u8_k + bias[o]),   bias[o] = b'[o] / scale[o] - 128 * sum_k q[o,k]
+// which is scale * sum_k q * (u8 - 128) + b': the centring cancels exactly in the integers. The
+// bias is in the accumulator's units because oneDNN 2.6's int8 matmul adds it before the output
+// scale (dst = scale * (acc + bias), measured). An all-zero channel gets scale 1.
+struct Int8Weights {
+  int64_t k = 0;
+  std::vector<int8_t> weight;  // [embed_dim, k]
+  std::vector<float> scale;    // [embed_dim]
+  std::vector<float> bias;     // [embed_dim], accumulator units
+};
+Int8Weights quantize_int8(const FoldedWeights& f);
+
 }  // namespace patchfuse

@@ -61,18 +61,27 @@ Result<std::unique_ptr<Session>> Session::create(const ModuleView& module, const
     s->note_ = cat("model weights are ", dtype_name(module.dtype), " but ", why, "; computing in f32");
   }
   s->threads_ = o.threads;
-  PF_ASSIGN_OR_RETURN(s->kernel_, s->create_kernel(s->module_));
-  s->detail_ = s->kernel_->detail();
-  s->isa_ = s->kernel_->isa();
+  if (s->precision_ == Precision::kInt8) {
+    // Only frames are exact uint8; the still-image kernel is built now so that a missing
+    // preprocessing fails here and the session can say which kernel it runs.
+    PF_CHECK(module.preprocessing.has_value(), Code::kUnsupported, "precision int8 takes frames only and module ",
+             module.path, " has no preprocessing (convert the checkpoint with its preprocessor_config.json)");
+    PF_RETURN_IF_ERROR(s->frames_kernel(true));
+  } else {
+    PF_ASSIGN_OR_RETURN(s->kernel_, s->create_kernel(s->module_));
+  }
+  s->detail_ = s->main_kernel().detail();
+  s->isa_ = s->main_kernel().isa();
   return s;
 }
 
-Result<std::unique_ptr<Kernel>> Session::create_kernel(const ModuleView& module) const {
+Result<std::unique_ptr<Kernel>> Session::create_kernel(const ModuleView& module, const Int8Weights* int8) const {
   KernelRequest request;
   request.module = &module;
   request.fused = fused_;
   request.precision = precision_;
   request.threads = threads_;
+  request.int8 = int8;
   try {
     return backend_->create(request);
   } catch (const std::bad_alloc&) {
@@ -103,7 +112,9 @@ Result<Session::FramesKernel*> Session::frames_kernel(bool still) {
               reinterpret_cast<const uint8_t*>(k->folded.weight.data()), k->folded.weight.size() * sizeof(float)};
   v.bias = TensorView{module_.path + ".bias", {v.geometry.embed_dim}, DType::kF32,
                       reinterpret_cast<const uint8_t*>(k->folded.bias.data()), k->folded.bias.size() * sizeof(float)};
-  PF_ASSIGN_OR_RETURN(k->kernel, create_kernel(v));
+  const bool int8 = precision_ == Precision::kInt8;
+  if (int8) k->int8 = quantize_int8(k->folded);
+  PF_ASSIGN_OR_RETURN(k->kernel, create_kernel(v, int8 ? &k->int8 : nullptr));
   slot = std::move(k);
   return slot.get();
 }
@@ -131,7 +142,11 @@ Status Session::run_frames(const uint8_t* const* frames, size_t t, size_t height
         gather_rows(frames, t, row_stride, g, p, channels, still, b, b + 1, rows);
       });
     };
-    if (k->kernel->takes_bf16()) {
+    if (precision_ == Precision::kInt8) {
+      rows_u8_.resize(count);
+      gather_on_threads(rows_u8_.data());
+      PF_RETURN_IF_ERROR(k->kernel->run_u8(rows_u8_.data(), rows, output));
+    } else if (k->kernel->takes_bf16()) {
       rows_bf16_.resize(count);
       gather_on_threads(rows_bf16_.data());
       PF_RETURN_IF_ERROR(k->kernel->run_bf16(rows_bf16_.data(), rows, output));
@@ -149,6 +164,9 @@ Status Session::run_frames(const uint8_t* const* frames, size_t t, size_t height
 
 Status Session::run(const float* input, size_t n, float* output) {
   PF_CHECK(input != nullptr && output != nullptr, Code::kInvalidArgument, "run: input and output must not be null");
+  PF_CHECK(precision_ != Precision::kInt8, Code::kUnsupported,
+           "run: precision int8 takes frames only (pf_session_run_frames): float pixel_values would need a lossy "
+           "quantization of the inputs, while uint8 pixels are exact");
   PF_CHECK(n > 0, Code::kInvalidArgument, "run: N = 0; at least one patch is needed");
   const auto in_count = checked_mul(n, static_cast<uint64_t>(module_.patch_volume));
   const auto out_count = checked_mul(n, static_cast<uint64_t>(module_.geometry.embed_dim));

@@ -25,12 +25,14 @@ class Session {
   // `module` must outlive the session.
   static Result<std::unique_ptr<Session>> create(const ModuleView& module, const SessionOptions& options);
 
-  // Checks the arguments, then runs the kernel. Not thread-safe: one thread at a time.
+  // Checks the arguments, then runs the kernel. Not thread-safe: one thread at a time. int8
+  // sessions refuse it: float inputs would need lossy quantization (they take frames only).
   Status run(const float* input, size_t n, float* output);
 
   // The frames path: uint8 RGB frames through the model's preprocessing, folded into the weights.
   // A still image (t = 1) uses the weights summed over time (K = C*P*P), a video the full K.
-  // Each of the two weight sets is folded and packed once, on its first use.
+  // Each of the two weight sets is folded and packed once, on its first use. int8 sessions
+  // quantize the folded weights (quantize_int8) and feed the kernel the pixels themselves.
   Result<FrameGrid> frames_grid(size_t t, size_t height, size_t width) const;
   Status run_frames(const uint8_t* const* frames, size_t t, size_t height, size_t width, size_t row_stride,
                     float* output, FrameGrid* grid);
@@ -38,7 +40,7 @@ class Session {
   const Backend& backend() const { return *backend_; }
   Precision precision() const { return precision_; }
   bool fused() const { return fused_; }
-  int threads() const { return kernel_->threads(); }
+  int threads() const { return main_kernel().threads(); }
   const std::string& detail() const { return detail_; }
   const std::string& isa() const { return isa_; }
   const std::string& note() const { return note_; }
@@ -48,22 +50,26 @@ class Session {
   // Folded weights viewed as a fused module of kernel (1 or T, P, P), and the kernel packed from it.
   struct FramesKernel {
     FoldedWeights folded;
+    Int8Weights int8;  // int8 sessions only
     ModuleView view;
     std::unique_ptr<Kernel> kernel;
   };
   Result<FramesKernel*> frames_kernel(bool still);
-  Result<std::unique_ptr<Kernel>> create_kernel(const ModuleView& module) const;
+  Result<std::unique_ptr<Kernel>> create_kernel(const ModuleView& module, const Int8Weights* int8 = nullptr) const;
+  // The pixel_values kernel, or (int8 sessions, which have none) the still-image frames kernel.
+  const Kernel& main_kernel() const { return kernel_ ? *kernel_ : *still_->kernel; }
   int threads_ = 1;
   std::unique_ptr<FramesKernel> still_, video_;
   std::vector<float> rows_;          // gathered rows, reused across runs (f32 kernels)
   std::vector<uint16_t> rows_bf16_;  // the same for kernels that take bf16 rows
+  std::vector<uint8_t> rows_u8_;     // and for int8 kernels
   // The module as backends and the frames code see it: a Conv2d's geometry as_conv3d(), the same
   // bytes otherwise. Views point into the model, which outlives the session.
   ModuleView module_;
   const Backend* backend_ = nullptr;
   Precision precision_ = Precision::kF32;
   bool fused_ = true;
-  std::unique_ptr<Kernel> kernel_;
+  std::unique_ptr<Kernel> kernel_;  // pixel_values; null in int8 sessions
   std::string detail_, isa_, note_;
 };
 

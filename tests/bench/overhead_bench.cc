@@ -8,6 +8,9 @@
 // side rather than minutes apart.
 // Frames/...: a still 448x448 image (1024 patches) through the frames path, and Gather/448x448:
 // the gather alone (uint8 frame -> rows), so the gather's share of the frames path is one ratio.
+// Int8/...: the int8 frames session on still images of 224, 448 and 896 (N = 256, 1024, 4096)
+// beside RawInt8/...: oneDNN's u8 x s8 matmul (K = 588, per-channel scales fixed at creation, f32
+// bias and output) at the same N, so the int8 session's overhead, gather included, is one ratio.
 #include <benchmark/benchmark.h>
 
 #include <cmath>
@@ -89,13 +92,15 @@ const std::vector<uint8_t>& frames_model_bytes() {
 
 constexpr size_t kSide = 448;  // a still 448x448 image: 32 x 32 = 1024 patches
 
+std::vector<uint8_t> random_bytes(size_t n, uint32_t seed) {
+  std::vector<uint8_t> v(n);
+  uint32_t s = seed;
+  for (uint8_t& x : v) x = static_cast<uint8_t>((s = s * 1664525u + 1013904223u) >> 24);
+  return v;
+}
+
 const std::vector<uint8_t>& frame() {
-  static const std::vector<uint8_t> f = [] {
-    std::vector<uint8_t> v(kSide * kSide * 3);
-    uint32_t s = 7;
-    for (uint8_t& x : v) x = static_cast<uint8_t>((s = s * 1664525u + 1013904223u) >> 24);
-    return v;
-  }();
+  static const std::vector<uint8_t> f = random_bytes(kSide * kSide * 3, 7);
   return f;
 }
 
@@ -119,15 +124,43 @@ void frames_run(benchmark::State& state, pf_backend backend, pf_precision precis
   state.counters["GFLOP/s"] = benchmark::Counter(2.0 * 1024 * (kK / 2) * kOut * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
 }
 
+// The gather alone into rows of T: float (f32 kernels) or uint8_t (int8 kernels).
+template <class T>
 void gather_only(benchmark::State& state) {
   const patchfuse::Preprocessing p = *module_record(true).preprocessing;
   const patchfuse::FrameGrid grid = patchfuse::frame_grid(p, 1, kSide, kSide).value();
-  std::vector<float> rows(static_cast<size_t>(grid.rows()) * kK / 2);
+  std::vector<T> rows(static_cast<size_t>(grid.rows()) * kK / 2);
   const uint8_t* f = frame().data();
   for (auto _ : state) {
     patchfuse::gather_rows(&f, 1, kSide * 3, grid, p, 3, true, 0, patchfuse::gather_block_count(grid, p), rows.data());
     benchmark::DoNotOptimize(rows.data());
   }
+}
+
+// The int8 frames session on one still side x side image (state.range(0)), threads state.range(1).
+void int8_frames_run(benchmark::State& state) {
+  const auto side = static_cast<size_t>(state.range(0));
+  auto model = patchfuse::Model::open_memory(frames_model_bytes().data(), frames_model_bytes().size());
+  pf_session_options o = patchfuse::default_options();
+  o.backend = PF_BACKEND_ONEDNN;
+  o.precision = PF_PRECISION_INT8;
+  o.threads = static_cast<int32_t>(state.range(1));
+  auto session = patchfuse::Session::create(*model, 0, o);
+  if (!session) {
+    state.SkipWithError(session.error().c_str());
+    return;
+  }
+  const std::vector<uint8_t> image = random_bytes(side * side * 3, 7);
+  const uint8_t* f = image.data();
+  const size_t n = (side / 14) * (side / 14);
+  std::vector<float> y(n * kOut);
+  session->run_frames(&f, 1, side, side, side * 3, y.data());  // this N's primitive, as any first call
+  for (auto _ : state) {
+    if (!session->run_frames(&f, 1, side, side, side * 3, y.data()).empty()) state.SkipWithError("run failed");
+  }
+  state.counters["N"] = static_cast<double>(n);
+  state.counters["GOP/s"] = benchmark::Counter(2.0 * static_cast<double>(n) * (kK / 2) * kOut * 1e-9,
+                                               benchmark::Counter::kIsIterationInvariantRate);
 }
 
 void set_counters(benchmark::State& state, size_t n) {
@@ -192,6 +225,43 @@ void raw_onednn(benchmark::State& state, bool bf16) {
     return;
   }
   set_counters(state, static_cast<size_t>(n));
+}
+
+// u8 x s8 matmul with per-output-channel scales fixed at creation and an f32 bias, what an int8
+// session runs: K = 588 (a still image's summed weights), N = state.range(0).
+void raw_onednn_int8(benchmark::State& state) {
+  using dt = dnnl::memory::data_type;
+  using tag = dnnl::memory::format_tag;
+  const int64_t n = state.range(0), k = kK / 2;
+  omp_set_num_threads(static_cast<int>(state.range(1)));
+  try {
+    dnnl::engine eng(dnnl::engine::kind::cpu, 0);
+    dnnl::stream strm(eng);
+    dnnl::primitive_attr attr;
+    attr.set_output_scales(1 << 1, std::vector<float>(static_cast<size_t>(kOut), 1e-3f));
+    dnnl::matmul::primitive_desc pd(
+        dnnl::matmul::desc(dnnl::memory::desc({n, k}, dt::u8, tag::ab), dnnl::memory::desc({k, kOut}, dt::s8, tag::any),
+                           dnnl::memory::desc({1, kOut}, dt::f32, tag::ab), dnnl::memory::desc({n, kOut}, dt::f32, tag::ab)),
+        attr, eng);
+    std::vector<uint8_t> x = random_bytes(static_cast<size_t>(n * k), 2), wq = random_bytes(static_cast<size_t>(k * kOut), 3);
+    std::vector<float> bias = values(static_cast<size_t>(kOut), 4), y(static_cast<size_t>(n * kOut));
+    dnnl::memory ws(dnnl::memory::desc({k, kOut}, dt::s8, tag::ba), eng, wq.data());
+    dnnl::memory w(pd.weights_desc(), eng);
+    dnnl::reorder(ws, w).execute(strm, ws, w);
+    dnnl::memory src(pd.src_desc(), eng, x.data()), b(pd.bias_desc(), eng, bias.data()), dst(pd.dst_desc(), eng, y.data());
+    dnnl::matmul mm(pd);
+    strm.wait();
+    state.SetLabel(pd.impl_info_str());
+    for (auto _ : state) {
+      mm.execute(strm, {{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, w}, {DNNL_ARG_BIAS, b}, {DNNL_ARG_DST, dst}});
+      strm.wait();
+    }
+  } catch (const dnnl::error& e) {
+    state.SkipWithError(e.what());
+    return;
+  }
+  state.counters["GOP/s"] = benchmark::Counter(2.0 * static_cast<double>(n) * (kK / 2) * kOut * 1e-9,
+                                               benchmark::Counter::kIsIterationInvariantRate);
 }
 #endif
 
@@ -258,11 +328,23 @@ void args(benchmark::internal::Benchmark* b) {
   if (bf16_available()) {
     benchmark::RegisterBenchmark("Frames/onednn/bf16/448x448", frames_run, PF_BACKEND_ONEDNN, PF_PRECISION_BF16)->Apply(frames_args);
   }
+  benchmark::RegisterBenchmark("Frames/onednn/int8/448x448", frames_run, PF_BACKEND_ONEDNN, PF_PRECISION_INT8)->Apply(frames_args);
+  benchmark::RegisterBenchmark("Int8/onednn", int8_frames_run)->Apply([](benchmark::internal::Benchmark* b) {
+    for (int64_t threads : {1, 2})
+      for (int64_t side : {224, 448, 896}) b->Args({side, threads});
+    b->ArgNames({"side", "threads"})->UseRealTime()->Unit(benchmark::kMicrosecond);
+  });
+  benchmark::RegisterBenchmark("RawInt8/onednn", raw_onednn_int8)->Apply([](benchmark::internal::Benchmark* b) {
+    for (int64_t threads : {1, 2})
+      for (int64_t n : {256, 1024, 4096}) b->Args({n, threads});
+    b->ArgNames({"N", "threads"})->UseRealTime()->Unit(benchmark::kMicrosecond);
+  });
 #endif
 #ifdef PATCHFUSE_WITH_XNNPACK
   benchmark::RegisterBenchmark("Frames/xnnpack/f32/448x448", frames_run, PF_BACKEND_XNNPACK, PF_PRECISION_F32)->Apply(frames_args);
 #endif
-  benchmark::RegisterBenchmark("Gather/448x448", gather_only)->UseRealTime()->Unit(benchmark::kMicrosecond);
+  benchmark::RegisterBenchmark("Gather/448x448", gather_only<float>)->UseRealTime()->Unit(benchmark::kMicrosecond);
+  benchmark::RegisterBenchmark("Gather/u8/448x448", gather_only<uint8_t>)->UseRealTime()->Unit(benchmark::kMicrosecond);
   return true;
 }();
 

@@ -21,6 +21,7 @@ inline double element_tolerance(pf_precision computed, int64_t k) {
   switch (computed) {
     case PF_PRECISION_BF16: return 2 * std::ldexp(1.0, -9) + f32;
     case PF_PRECISION_F16: return 1e-2;
+    case PF_PRECISION_INT8: return 0;  // no per-element bound: int8 runs on frames, bounded over whole outputs
     case PF_PRECISION_F32:
     case PF_PRECISION_AUTO: return f32;
   }
@@ -32,10 +33,14 @@ inline double element_tolerance(pf_precision computed, int64_t k) {
 //  bf16: inputs rounded to 8 significant bits: 1e-2.
 //  f16:  inputs and weights rounded to 11 bits and f16 accumulation in XNNPACK: 3e-2
 //        (observed up to 7.3e-3 on 1176- and 1536-long rows).
+//  int8: exact uint8 pixels, folded weights quantized per output channel to int8: 2e-2 (the
+//        int8 issue's bound; a NumPy estimate for random weights gave 6.9e-3).
+//        Observed on the frames fixtures: see frames_test's Int8 tests.
 inline double max_relative_tolerance(pf_precision computed) {
   switch (computed) {
     case PF_PRECISION_BF16: return 1e-2;
     case PF_PRECISION_F16: return 3e-2;
+    case PF_PRECISION_INT8: return 2e-2;
     case PF_PRECISION_F32:
     case PF_PRECISION_AUTO: return 1e-4;
   }

@@ -10,6 +10,8 @@
 #include <algorithm>
 #include <unordered_map>
 
+#include "runtime/frames/weight_transforms.h"
+
 namespace patchfuse {
 
 namespace {
@@ -25,6 +27,14 @@ constexpr int64_t kPackingBatch = 1024;
 bool cpu_has_bf16() {
   const unsigned isa = static_cast<unsigned>(dnnl::get_effective_cpu_isa());
   return (isa & dnnl_cpu_isa_avx512_core_bf16) == dnnl_cpu_isa_avx512_core_bf16;
+}
+
+// u8 x s8 dot products into int32 (VNNI, or AMX-INT8). Without them oneDNN's int8 kernels sum
+// pairs of u8 x s8 products in int16 with saturation, which 255 x 127 x 2 overflows.
+bool cpu_has_vnni() {
+  const unsigned isa = static_cast<unsigned>(dnnl::get_effective_cpu_isa());
+  return (isa & dnnl_cpu_isa_avx512_core_vnni) == dnnl_cpu_isa_avx512_core_vnni ||
+         (isa & dnnl_cpu_isa_avx2_vnni) == dnnl_cpu_isa_avx2_vnni;
 }
 
 // oneDNN's own names for its ISA levels (ONEDNN_MAX_CPU_ISA takes them in upper case).
@@ -63,7 +73,14 @@ class OneDnnKernel final : public Kernel {
     return std::unique_ptr<Kernel>(std::move(k));
   }
 
-  Status run(const float* input, size_t n, float* output) override { return execute(input, nullptr, n, output); }
+  Status run(const float* input, size_t n, float* output) override {
+    if (int8_) return make_error(Code::kInternal, "onednn: an int8 kernel takes uint8 rows");
+    return execute(input, nullptr, n, output);
+  }
+  Status run_u8(const uint8_t* input, size_t n, float* output) override {
+    if (!int8_) return Kernel::run_u8(input, n, output);
+    return execute(input, nullptr, n, output);
+  }
 
   bool takes_bf16() const override { return bf16_; }
   Status run_bf16(const uint16_t* input, size_t n, float* output) override { return execute(nullptr, input, n, output); }
@@ -79,9 +96,10 @@ class OneDnnKernel final : public Kernel {
   int threads() const override { return threads_; }
 
  private:
-  // One run from f32 rows (converted to bf16 by the plan's reorder in bf16 sessions) or, in bf16
-  // sessions, from bf16 rows the caller made, which the plan's source memory then points at.
-  Status execute(const float* f32_rows, const uint16_t* bf16_rows, size_t n, float* output) {
+  // One run from the caller's rows in the plan's user type (f32, or u8 in int8 sessions; f32 is
+  // converted to bf16 by the plan's reorder in bf16 sessions) or, in bf16 sessions, from bf16 rows
+  // the caller made, which the plan's source memory then points at.
+  Status execute(const void* user_rows, const uint16_t* bf16_rows, size_t n, float* output) {
     try {
       omp_set_num_threads(threads_);
       Plan& p = plan_for(static_cast<int64_t>(n));
@@ -89,7 +107,7 @@ class OneDnnKernel final : public Kernel {
       if (bf16_rows != nullptr) {
         p.src.set_data_handle(const_cast<uint16_t*>(bf16_rows));
       } else {
-        p.user_src.set_data_handle(const_cast<float*>(f32_rows));
+        p.user_src.set_data_handle(const_cast<void*>(user_rows));
         if (bf16_) {
           p.src.set_data_handle(p.owned_src);
           p.to_bf16.execute(stream_, p.user_src, p.src);
@@ -117,11 +135,13 @@ class OneDnnKernel final : public Kernel {
         g_(r.module->geometry),
         fused_(r.fused),
         bf16_(r.precision == Precision::kBF16),
-        has_bias_(r.module->bias.has_value()),
+        int8_(r.precision == Precision::kInt8),
+        has_bias_(int8_ || r.module->bias.has_value()),
         threads_(r.threads),
         k_(r.module->patch_volume) {}
 
-  dt compute_type() const { return bf16_ ? dt::bf16 : dt::f32; }
+  dt src_type() const { return bf16_ ? dt::bf16 : int8_ ? dt::u8 : dt::f32; }
+  dt weight_type() const { return bf16_ ? dt::bf16 : int8_ ? dt::s8 : dt::f32; }
 
   // The conv's spatial axes: (kt, kh, kw), or (kh, kw) when kt is 1 (a Conv2d, or a still image's
   // weights summed over time), which then runs as oneDNN's 2-D convolution.
@@ -140,12 +160,16 @@ class OneDnnKernel final : public Kernel {
   // Descriptor of the primitive for batch n, with the weights either free (`any`, for packing)
   // or fixed to the packed layout.
   dnnl::primitive_desc_base describe(int64_t n, const dnnl::memory::desc& weights_md) const {
-    const dnnl::memory::desc src(src_dims(n), compute_type(), plain(src_dims(n).size()));
+    const dnnl::memory::desc src(src_dims(n), src_type(), plain(src_dims(n).size()));
     const dnnl::memory::desc dst(dst_dims(n), dt::f32, plain(dst_dims(n).size()));
     if (fused_) {
       const dnnl::memory::desc bias = has_bias_ ? dnnl::memory::desc({1, g_.embed_dim}, dt::f32, tag::ab)
                                                 : dnnl::memory::desc();
-      return dnnl::matmul::primitive_desc(dnnl::matmul::desc(src, weights_md, bias, dst), engine_);
+      // int8: per-output-channel scales fixed here; passed at run time instead
+      // (DNNL_RUNTIME_F32_VAL), oneDNN 2.6 falls back to gemm:jit at half the speed.
+      dnnl::primitive_attr attr;
+      if (int8_) attr.set_output_scales(1 << 1, scales_);
+      return dnnl::matmul::primitive_desc(dnnl::matmul::desc(src, weights_md, bias, dst), attr, engine_);
     }
     const dnnl::memory::desc bias = has_bias_ ? dnnl::memory::desc({g_.embed_dim}, dt::f32, tag::a)
                                               : dnnl::memory::desc();
@@ -179,17 +203,27 @@ class OneDnnKernel final : public Kernel {
   }
 
   void pack(const KernelRequest& r) {
-    const dnnl::primitive_desc_base pd = describe(kPackingBatch, dnnl::memory::desc(weight_dims(), compute_type(), tag::any));
+    if (int8_) scales_ = r.int8->scale;
+    const dnnl::primitive_desc_base pd = describe(kPackingBatch, dnnl::memory::desc(weight_dims(), weight_type(), tag::any));
     packed_md_ = pd.weights_desc();
     weights_ = dnnl::memory(packed_md_, engine_);
+    detail_ = cat(version_string(), fused_ ? " matmul " : " convolution ", pd.impl_info_str(), " (",
+                  bf16_ ? "bf16" : int8_ ? "int8: u8 pixels x s8 weights, per-channel scales" : "f32", ")");
+    if (int8_) {  // the quantized [O, K] weights, "ba" for matmul's [K, O]; the bias in accumulator units
+      dnnl::memory model_w(dnnl::memory::desc(weight_dims(), dt::s8, tag::ba), engine_,
+                           const_cast<int8_t*>(r.int8->weight.data()));
+      dnnl::reorder(model_w, weights_).execute(stream_, model_w, weights_);
+      stream_.wait();
+      bias_values_ = r.int8->bias;
+      bias_ = dnnl::memory(dnnl::memory::desc({1, g_.embed_dim}, dt::f32, tag::ab), engine_, bias_values_.data());
+      return;
+    }
     const DType want = bf16_ ? DType::kBF16 : DType::kF32;
     const TensorView& w = r.module->weight;
     // gemm:jit asks for plain [K, O] ("ab"), the transpose of the model's [O, K] rows: done here in
     // one pass. Blocked layouts (brgemm, the convolution) go through a oneDNN reorder from the
     // model's layout: [O, K] is "ba" for matmul's [K, O] weights and plain oi(d)hw for the conv.
-    const bool plain_kxo = fused_ && packed_md_ == dnnl::memory::desc(weight_dims(), compute_type(), tag::ab);
-    detail_ = cat(version_string(), fused_ ? " matmul " : " convolution ", pd.impl_info_str(), " (",
-                  bf16_ ? "bf16" : "f32", ")");
+    const bool plain_kxo = fused_ && packed_md_ == dnnl::memory::desc(weight_dims(), weight_type(), tag::ab);
     if (plain_kxo) {
       transpose_into(w, want, g_.embed_dim, k_, static_cast<uint8_t*>(weights_.get_data_handle()));
     } else {
@@ -202,7 +236,7 @@ class OneDnnKernel final : public Kernel {
         wdata = converted.data();
       }
       // Plain oi(d)hw has the same strides as plain nc(d)hw.
-      dnnl::memory model_w(dnnl::memory::desc(weight_dims(), compute_type(), fused_ ? tag::ba : plain(weight_dims().size())),
+      dnnl::memory model_w(dnnl::memory::desc(weight_dims(), weight_type(), fused_ ? tag::ba : plain(weight_dims().size())),
                            engine_, wdata);
       dnnl::reorder(model_w, weights_).execute(stream_, model_w, weights_);
       stream_.wait();
@@ -226,7 +260,7 @@ class OneDnnKernel final : public Kernel {
       p.compute = dnnl::convolution_forward(dnnl::convolution_forward::primitive_desc(pd.get()));
     }
     const dims sd = src_dims(n);
-    p.user_src = dnnl::memory(dnnl::memory::desc(sd, dt::f32, plain(sd.size())), engine_, DNNL_MEMORY_NONE);
+    p.user_src = dnnl::memory(dnnl::memory::desc(sd, int8_ ? dt::u8 : dt::f32, plain(sd.size())), engine_, DNNL_MEMORY_NONE);
     p.dst = dnnl::memory(pd.dst_desc(), engine_, DNNL_MEMORY_NONE);
     if (bf16_) {
       p.src = dnnl::memory(pd.src_desc(), engine_);  // owned bf16 staging buffer for this N
@@ -241,12 +275,13 @@ class OneDnnKernel final : public Kernel {
   dnnl::engine engine_;
   dnnl::stream stream_;
   ConvGeometry g_;
-  bool fused_, bf16_, has_bias_;
+  bool fused_, bf16_, int8_, has_bias_;
   int threads_;
   int64_t k_;
   dnnl::memory::desc packed_md_;
   dnnl::memory weights_, bias_;
   std::vector<float> bias_values_;
+  std::vector<float> scales_;  // int8: per output channel
   std::unordered_map<int64_t, Plan> plans_;
   std::string detail_;
 };
@@ -261,7 +296,7 @@ bool available(std::string* why) {
 #endif
 }
 
-bool supports(Precision p, bool, std::string* why) {
+bool supports(Precision p, bool fused, std::string* why) {
   switch (p) {
     case Precision::kF32: return true;
     case Precision::kBF16:
@@ -269,7 +304,19 @@ bool supports(Precision p, bool, std::string* why) {
       if (why) *why = "this CPU has no AVX512-BF16 (oneDNN reports ISA below avx512_core_bf16)";
       return false;
     case Precision::kF16:
-      if (why) *why = "the oneDNN backend offers f32 and bf16 only";
+      if (why) *why = "the oneDNN backend offers f32, bf16 and int8 only";
+      return false;
+    case Precision::kInt8:
+      if (!fused) {
+        if (why) *why = "int8 runs the fused GEMM only";
+        return false;
+      }
+      if (cpu_has_vnni()) return true;
+      if (why) {
+        *why = cat("oneDNN reports ISA ", isa_name(dnnl::get_effective_cpu_isa()),
+                   ", without VNNI or AMX: its int8 kernels there multiply u8 x s8 pairs into int16 with saturation "
+                   "(vpmaddubsw; measured: all-255 pixels times weights of 127 came out 49% low)");
+      }
       return false;
   }
   return false;

@@ -1,5 +1,6 @@
 #include "runtime/backends/reference/reference_backend.h"
 
+#include "runtime/frames/weight_transforms.h"
 #include "runtime/rules/fusion_rules.h"
 
 namespace patchfuse {
@@ -13,8 +14,9 @@ class ReferenceKernel final : public Kernel {
         fused_(r.fused),
         k_(static_cast<size_t>(r.module->patch_volume)),
         out_(static_cast<size_t>(g_.embed_dim)),
-        weight_(tensor_as_f32(r.module->weight)),
-        bias_(r.module->bias ? tensor_as_f32(*r.module->bias) : std::vector<float>(out_, 0.0f)) {}
+        weight_(r.int8 ? std::vector<float>() : tensor_as_f32(r.module->weight)),
+        bias_(r.module->bias ? tensor_as_f32(*r.module->bias) : std::vector<float>(out_, 0.0f)),
+        int8_(r.int8) {}
 
   Status run(const float* input, size_t n, float* output) override {
     for (size_t i = 0; i < n; ++i) {
@@ -25,8 +27,25 @@ class ReferenceKernel final : public Kernel {
     }
     return {};
   }
+  // int8: the exact integer sum, then scale * (acc + bias) in double, the oracle for the int8
+  // kernels of the other backends (which round only where their f32 epilogue does).
+  Status run_u8(const uint8_t* input, size_t n, float* output) override {
+    if (int8_ == nullptr) return Kernel::run_u8(input, n, output);
+    for (size_t i = 0; i < n; ++i) {
+      const uint8_t* x = input + i * k_;
+      for (size_t o = 0; o < out_; ++o) {
+        const int8_t* w = &int8_->weight[o * k_];
+        int64_t acc = 0;
+        for (size_t j = 0; j < k_; ++j) acc += static_cast<int64_t>(x[j]) * w[j];
+        output[i * out_ + o] = static_cast<float>(static_cast<double>(int8_->scale[o]) *
+                                                  (static_cast<double>(acc) + static_cast<double>(int8_->bias[o])));
+      }
+    }
+    return {};
+  }
   std::string isa() const override { return ""; }  // whatever the compiler targeted
   std::string detail() const override {
+    if (int8_) return "reference GEMM (int8 weights, exact integer accumulate)";
     return fused_ ? "reference GEMM (f32 accumulate)" : "reference direct Conv3d (f32 accumulate)";
   }
   int threads() const override { return 1; }
@@ -69,13 +88,14 @@ class ReferenceKernel final : public Kernel {
   bool fused_;
   size_t k_, out_;
   std::vector<float> weight_, bias_;
+  const Int8Weights* int8_;  // int8 sessions: the quantized weights (outlive the kernel)
 };
 
 bool available(std::string*) { return true; }
 
-bool supports(Precision p, bool, std::string* why) {
-  if (p == Precision::kF32) return true;
-  if (why) *why = "the reference backend computes in f32 only";
+bool supports(Precision p, bool fused, std::string* why) {
+  if (p == Precision::kF32 || (p == Precision::kInt8 && fused)) return true;
+  if (why) *why = p == Precision::kInt8 ? "int8 runs the fused GEMM only" : "the reference backend computes in f32 (and int8 on frames) only";
   return false;
 }
 

@@ -234,6 +234,9 @@ class XnnpackKernel final : public Kernel {
   Padded<uint16_t> in16_, out16_;
 };
 
+// Why int8 is not offered (issue 12 asked to ship it only within 2e-2 of max |ref|).
+constexpr const char* kNoInt8 = "XNNPACK (2022) has int8 kernels with int8 outputs only: MEASUREMENT PENDING";
+
 bool available(std::string* why) {
   if (initialize_once() == xnn_status_success) return true;
   if (why) *why = cat("xnn_initialize failed: ", status_name(initialize_once()));
@@ -253,6 +256,9 @@ bool supports(Precision p, bool fused, std::string* why) {
       return false;
     case Precision::kBF16:
       if (why) *why = "the xnnpack backend has no bf16 kernels";
+      return false;
+    case Precision::kInt8:
+      if (why) *why = kNoInt8;
       return false;
   }
   return false;
