@@ -164,6 +164,53 @@ TEST_P(FramesTest, EveryBackendMatchesPytorchOnFrames) {
   EXPECT_GE(ran, 2 * 2 * 3 * 3);  // reference fused/unfused and both f32 oneDNN or XNNPACK paths at least
 }
 
+// int8: the exact uint8 pixels times per-channel int8 weights, against PyTorch on the float model
+// within the int8 bound (2e-2 of max |ref|; the observed figure is printed), on the exact
+// reference int8 kernel and on oneDNN where the CPU has VNNI/AMX, which must agree with the
+// reference to f32 rounding (its epilogue scale * (float(acc) + bias) rounds twice in f32).
+// XNNPACK refuses with its measured reason; float inputs and the unfused path are refused too.
+TEST_P(FramesTest, Int8MatchesPytorchWithinItsBound) {
+  auto reference = session(PF_BACKEND_REFERENCE, PF_PATH_FUSED, PF_PRECISION_INT8);
+  ASSERT_TRUE(reference) << reference.error();
+  EXPECT_EQ(reference->info().precision, PF_PRECISION_INT8);
+  auto onednn = session(PF_BACKEND_ONEDNN, PF_PATH_FUSED, PF_PRECISION_INT8, 2);
+  if (!onednn) {
+    EXPECT_EQ(onednn.status(), PF_UNSUPPORTED) << onednn.error();  // not built, or no VNNI: see OneDnnIsa
+  }
+  auto xnnpack = session(PF_BACKEND_XNNPACK, PF_PATH_FUSED, PF_PRECISION_INT8);
+  ASSERT_FALSE(xnnpack);
+  EXPECT_EQ(xnnpack.status(), PF_UNSUPPORTED);
+  for (const char* c : kCases) {
+    SCOPED_TRACE(c);
+    const Frames f = load_frames(GetParam(), c);
+    const std::vector<double> want = load(GetParam(), "expected", c);
+    std::vector<float> y(want.size()), y_onednn(want.size());
+    ASSERT_EQ(reference->run_frames(f.pointers().data(), f.t, f.height, f.width, f.width * 3, y.data()), "");
+    double max_ref = 0, max_err = 0;
+    for (size_t i = 0; i < y.size(); ++i) {
+      max_ref = std::max(max_ref, std::fabs(want[i]));
+      max_err = std::max(max_err, std::fabs(y[i] - want[i]));
+    }
+    std::printf("%s %s: int8 max |err| %.3g of max |ref| %.3g (bound %.0e)\n", GetParam(), c, max_err / max_ref, max_ref,
+                testing::max_relative_tolerance(PF_PRECISION_INT8));
+    EXPECT_LE(max_err, testing::max_relative_tolerance(PF_PRECISION_INT8) * max_ref) << max_err << " of " << max_ref;
+    if (!onednn) continue;
+    ASSERT_EQ(onednn->run_frames(f.pointers().data(), f.t, f.height, f.width, f.width * 3, y_onednn.data()), "");
+    double max_diff = 0;
+    for (size_t i = 0; i < y.size(); ++i) max_diff = std::max(max_diff, std::fabs(static_cast<double>(y_onednn[i]) - y[i]));
+    EXPECT_LE(max_diff, 1e-5 * max_ref) << onednn->info().detail;  // observed up to 6.5e-8 (VNNI)
+    std::printf("%s %s: oneDNN int8 vs the exact reference: max |diff| %.3g of max |ref|\n", GetParam(), c, max_diff / max_ref);
+  }
+  // Only frames are exact: pixel_values are refused, and so is the unfused (convolution) path.
+  const std::vector<double> pv = load(GetParam(), "pixel_values", "still");
+  const std::vector<float> rows(pv.begin(), pv.end());
+  std::vector<float> out(rows.size());
+  EXPECT_NE(reference->run(rows.data(), 1, out.data()).find("precision int8 takes frames only"), std::string::npos);
+  auto unfused = session(PF_BACKEND_REFERENCE, PF_PATH_UNFUSED, PF_PRECISION_INT8);
+  ASSERT_FALSE(unfused);
+  EXPECT_NE(unfused.error().find("int8 runs the fused GEMM only"), std::string::npos) << unfused.error();
+}
+
 // Rows with padding after them (row_stride > width * 3) and a frame that ends at an unmapped
 // page give the same bits as tightly packed frames.
 TEST_P(FramesTest, StridedAndPageEndingFramesGiveTheSameBits) {

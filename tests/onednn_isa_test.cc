@@ -69,7 +69,7 @@ class OneDnnIsa : public ::testing::Test {
   void SetUp() override {
     if (!pf_backend_available(PF_BACKEND_ONEDNN)) GTEST_SKIP() << "backend onednn is not built into this library";
     if (cpu_flags().count("avx2") == 0) GTEST_SKIP() << "this CPU has no AVX2; the ISA table starts there";
-    spec_ = {"qwen2_vl_bf16", 3, {2, 14, 14}, 80, true, DType::kBF16, Layout::kFusedLinear, {}};
+    spec_ = {"qwen2_vl_bf16", 3, {2, 14, 14}, 80, true, DType::kBF16, Layout::kFusedLinear, {}, true};
     bytes_ = testing::make_model(spec_, 77);
     auto m = Model::open_memory(bytes_.data(), bytes_.size());
     ASSERT_TRUE(m) << m.error();
@@ -130,6 +130,44 @@ TEST_F(OneDnnIsa, Bf16FollowsTheIsa) {
     EXPECT_EQ(automatic->info().precision, PF_PRECISION_F32);
     EXPECT_NE(std::string(automatic->info().note).find("computing in f32"), std::string::npos) << automatic->info().note;
   }
+}
+
+// int8 is offered exactly when the ISA has VNNI (or AMX), runs a VNNI/AMX kernel and stays within
+// the int8 bound of the f32 frames path; below it (avx2, avx512_core: u8 x s8 pairs saturate in
+// int16) asking is PF_UNSUPPORTED, saying why. auto never picks it.
+TEST_F(OneDnnIsa, Int8FollowsTheIsa) {
+  const bool vnni = level_index(expected_isa()) >= level_index("avx512_core_vnni");
+  auto s = session(PF_PATH_FUSED, PF_PRECISION_INT8);
+  auto automatic = session(PF_PATH_FUSED, PF_PRECISION_AUTO);
+  ASSERT_TRUE(automatic) << automatic.error();
+  EXPECT_NE(automatic->info().precision, PF_PRECISION_INT8);
+  if (!vnni) {
+    ASSERT_FALSE(s);
+    EXPECT_EQ(s.status(), PF_UNSUPPORTED);
+    EXPECT_NE(s.error().find("without VNNI or AMX"), std::string::npos) << s.error();
+    EXPECT_NE(s.error().find("saturation"), std::string::npos) << s.error();
+    return;
+  }
+  ASSERT_TRUE(s) << s.error();
+  const std::string detail = s->info().detail;
+  EXPECT_TRUE(detail.find("brg:avx512_core_vnni") != std::string::npos || detail.find("amx_int8") != std::string::npos)
+      << detail;
+  // A seeded 56 x 84 frame (6 x 4 patches) through the int8 and the f32 frames path.
+  auto f32 = session(PF_PATH_FUSED, PF_PRECISION_F32);
+  ASSERT_TRUE(f32) << f32.error();
+  std::vector<uint8_t> frame(56 * 84 * 3);
+  for (size_t i = 0; i < frame.size(); ++i) frame[i] = static_cast<uint8_t>((i * 2654435761u) >> 24);
+  const uint8_t* f = frame.data();
+  const size_t out = static_cast<size_t>(spec_.embed_dim);
+  std::vector<float> y(24 * out), want(24 * out);
+  ASSERT_EQ(s->run_frames(&f, 1, 56, 84, 84 * 3, y.data()), "");
+  ASSERT_EQ(f32->run_frames(&f, 1, 56, 84, 84 * 3, want.data()), "");
+  double max_ref = 0, max_err = 0;
+  for (size_t i = 0; i < y.size(); ++i) {
+    max_ref = std::max(max_ref, std::fabs(static_cast<double>(want[i])));
+    max_err = std::max(max_err, std::fabs(static_cast<double>(y[i]) - want[i]));
+  }
+  EXPECT_LE(max_err, testing::max_relative_tolerance(PF_PRECISION_INT8) * max_ref) << max_err << " of " << max_ref;
 }
 
 // Whatever the ISA, the result is right: each path and precision offered against the oracle.

@@ -47,6 +47,17 @@ std::vector<uint8_t> make_model(const TestModule& spec, uint32_t seed) {
     m.bias = TensorRecord{fused ? fused_bias_name(f, m.path) : conv_bias_name(f, m.path), {spec.embed_dim}, spec.dtype,
                           to_bytes(random_floats(static_cast<size_t>(spec.embed_dim), seed + 1))};
   }
+  if (spec.preprocessing) {
+    Preprocessing p;
+    p.mean = {0.48145466f, 0.4578275f, 0.40821073f};
+    p.std = {0.26862954f, 0.26130258f, 0.27577711f};
+    p.patch_size = spec.kernel[1];
+    p.temporal_patch_size = spec.kernel[0];
+    p.merge_size = 2;
+    p.min_pixels = 56 * 56;
+    p.max_pixels = 28 * 28 * 1280;
+    m.preprocessing = p;
+  }
   return build_model("qwen2_vl", validate_fusion_config(default_fusion_config()).value(), {m});
 }
 

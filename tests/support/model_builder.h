@@ -20,6 +20,7 @@ struct TestModule {
   DType dtype = DType::kF32;
   Layout layout = Layout::kFusedLinear;
   std::vector<int64_t> stride;  // empty: equal to kernel (eligible)
+  bool preprocessing = false;   // Qwen2-VL's image processor (CLIP mean/std, merge 2): takes frames
 };
 
 // A verified-format .pfb with one module "visual.patch_embed" holding seeded random weights.
