@@ -91,6 +91,24 @@ TEST_F(BenchCli, ImageTimesTheFramesPathBesidePixelValues) {
   EXPECT_GT(j["results"][1]["pixels_over_frames_p50"].get<double>(), 0.0);
 }
 
+// int8 times the frames path only (pixel_values are reported as refused) and reports its error
+// against the f32 model on the same frames.
+TEST_F(BenchCli, Int8ReportsItsErrorOnFrames) {
+  const CommandResult r =
+      bench("--backend reference --precision int8 --image 56x56 --runs 2 --warmup 0 --json " + (dir_ / "b.json"));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("int8 vs the f32 model on these frames: max |err| "), std::string::npos) << r.out;
+  const auto j = nlohmann::json::parse(testing::read_bytes(dir_ / "b.json"));
+  ASSERT_EQ(j["results"].size(), 2u);
+  EXPECT_NE(j["results"][0]["error"].get<std::string>().find("precision int8 takes frames only"), std::string::npos);
+  const auto& frames = j["results"][1];
+  ASSERT_FALSE(frames.contains("error")) << frames.dump();
+  EXPECT_EQ(frames["precision"], "int8");
+  const double e = frames["int8_max_error_of_max_ref"].get<double>();
+  EXPECT_GT(e, 0.0);   // int8 weights are not exact
+  EXPECT_LE(e, 2e-2);  // the int8 bound (tests/support/tolerance.h)
+}
+
 TEST_F(BenchCli, ImageErrorsNameTheRule) {
   EXPECT_EQ(bench("--image 56").exit_code, 2);
   EXPECT_EQ(bench("--image 0x56").exit_code, 2);

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
 
 #include "converter/sample_checkpoint.h"
 #include "runtime/model/model_view.h"
@@ -53,7 +54,7 @@ pf_precision printed_precision(const std::string& out) {
   const size_t at = out.find(", precision ");
   if (at == std::string::npos) return PF_PRECISION_AUTO;
   const std::string word = out.substr(at + 12, out.find(',', at + 12) - at - 12);
-  for (pf_precision p : {PF_PRECISION_F32, PF_PRECISION_BF16, PF_PRECISION_F16}) {
+  for (pf_precision p : {PF_PRECISION_F32, PF_PRECISION_BF16, PF_PRECISION_F16, PF_PRECISION_INT8}) {
     if (word == precision_text(p)) return p;
   }
   return PF_PRECISION_AUTO;
@@ -209,6 +210,43 @@ TEST_F(RunCli, UsageErrorsExitTwo) {
   EXPECT_EQ(run_cli(model() + " --input " + input()).exit_code, 2);  // --output missing
   EXPECT_EQ(run_cli(model() + " --input " + input() + " --output " + out() + " --backend gpu").exit_code, 2);
   EXPECT_EQ(run_cli(model() + " --input " + input() + " --output " + out() + " --threads 0").exit_code, 2);
+}
+
+// The int8 issue's acceptance check: the 448x448 PNG with --precision int8 --compare-reference
+// reports an error within the int8 bound on every backend that offers int8; the others refuse
+// with their reason.
+TEST_F(RunCli, Int8ImageWithinItsBound) {
+  const std::string fixture = std::string(PATCHFUSE_FRAMES_DIR) + "/qwen2_vl";
+  ASSERT_EQ(testing::run_command(std::string(PATCHFUSE_CONVERT_BIN) + " convert " + fixture + " -o " + (dir_ / "f.pfb")).exit_code, 0);
+  const std::vector<double> want = read_npy(fixture + "/expected_image_448.npy").value().to_double();
+  double max_ref = 0;
+  for (double w : want) max_ref = std::max(max_ref, std::fabs(w));
+  int ran = 0;
+  for (const char* backend : {"reference", "onednn", "xnnpack"}) {
+    SCOPED_TRACE(backend);
+    const CommandResult r = run_cli((dir_ / "f.pfb") + " --image " + fixture + "/image_448.png --output " + out() +
+                                    " --precision int8 --compare-reference --backend " + backend);
+    if (r.exit_code != 0) {  // not built, no VNNI (oneDNN), or XNNPACK's measured refusal
+      EXPECT_TRUE(r.err.find("not built") != std::string::npos || r.err.find("without VNNI") != std::string::npos ||
+                  r.err.find("4.4e-2 of max |ref|") != std::string::npos)
+          << r.err;
+      continue;
+    }
+    ASSERT_EQ(printed_precision(r.out), PF_PRECISION_INT8) << r.out;
+    const size_t at = r.out.find(" = ", r.out.find("vs reference backend (f32): max |diff| "));
+    ASSERT_NE(at, std::string::npos) << r.out;
+    EXPECT_LE(std::stod(r.out.substr(at + 3)), testing::max_relative_tolerance(PF_PRECISION_INT8)) << r.out;
+    const std::vector<double> y = output();
+    ASSERT_EQ(y.size(), want.size());
+    double max_err = 0;
+    for (size_t i = 0; i < y.size(); ++i) max_err = std::max(max_err, std::fabs(y[i] - want[i]));
+    EXPECT_LE(max_err, testing::max_relative_tolerance(PF_PRECISION_INT8) * max_ref) << r.out;
+    ++ran;
+  }
+  EXPECT_GE(ran, 1);  // the reference backend always offers int8
+  std::remove(out().c_str());
+  expect_failure(model() + " --input " + input() + " --output " + out() + " --precision int8",
+                 "precision int8 takes frames only");
 }
 
 // A Conv2d model (the SigLIP P16 golden fixture): patch rows flat or as [N, C, kh, kw], and its

@@ -86,6 +86,7 @@ struct Measured {
   pf_session_info info{};
   double init_ms = 0, first_ms = 0;
   std::vector<double> runs_ms;
+  double int8_error = -1;  // int8 frames: max |y - f32 reference| / max |f32 reference|; -1: not int8
 };
 
 }  // namespace
@@ -258,6 +259,22 @@ int main(int argc, char** argv) {
             m[p].error = run(*session, paths[p], n);
             m[p].first_ms = ms_since(t1);
             m[p].info = session->info();
+            if (m[p].error.empty() && m[p].info.precision == PF_PRECISION_INT8) {
+              // int8's error, against the float model on the same frames (the reference backend in f32).
+              pf_session_options ro = patchfuse::default_options();
+              ro.backend = PF_BACKEND_REFERENCE;
+              auto ref = patchfuse::Session::create(*model, index, ro);
+              std::vector<float> y(output.begin(), output.begin() + static_cast<std::ptrdiff_t>(n * out)), want(n * out);
+              m[p].error = ref ? ref->run_frames(frame_ptrs.data(), frame_ptrs.size(), frames.height, frames.width,
+                                                 frames.width * 3, want.data())
+                               : ref.error();
+              double max_ref = 0, max_err = 0;
+              for (size_t i = 0; i < y.size(); ++i) {
+                max_ref = std::max(max_ref, std::fabs(static_cast<double>(want[i])));
+                max_err = std::max(max_err, std::fabs(static_cast<double>(y[i]) - want[i]));
+              }
+              m[p].int8_error = max_ref > 0 ? max_err / max_ref : 0.0;
+            }
             models[p].emplace(std::move(*model));
             sessions[p].emplace(std::move(*session));
           }
@@ -317,6 +334,10 @@ int main(int argc, char** argv) {
                         pf_backend_name(si.backend), patchfuse::precision_text(si.precision), path_name.c_str(), si.threads, n,
                         m[p].init_ms, m[p].first_ms, s[p].p50, s[p].p90, s[p].p99, s[p].min, s[p].mean, s[p].std, gflops, rss,
                         speedup > 0 ? ("x" + std::to_string(speedup).substr(0, 5)).c_str() : "");
+            if (m[p].int8_error >= 0) {
+              std::printf("%-9s   int8 vs the f32 model on these frames: max |err| %.3g of max |ref|\n", "", m[p].int8_error);
+              j["int8_max_error_of_max_ref"] = m[p].int8_error;
+            }
             j["backend"] = pf_backend_name(si.backend);
             j["precision"] = patchfuse::precision_text(si.precision);
             j["threads"] = si.threads;
