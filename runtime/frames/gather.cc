@@ -36,13 +36,9 @@ struct Pixel<uint8_t> {  // int8 kernels take the pixels as they are (weight_tra
 };
 
 // One image row of `width` pixels of `channels` interleaved bytes into one plane per channel, as
-// T. A long loop with a constant stride, which the compiler turns into shuffles (with AVX2 where
-// the CPU has it: the x86-64 baseline has no byte shuffle).
+// T. A long loop with a constant stride, which the compiler turns into shuffles.
 template <class T>
-#if defined(__x86_64__)
-__attribute__((target_clones("avx2", "default")))
-#endif
-void deinterleave(const uint8_t* __restrict src, size_t width, int64_t channels, T* __restrict planes) {
+inline void split_row(const uint8_t* __restrict src, size_t width, int64_t channels, T* __restrict planes) {
   if (channels == 3) {
     T* __restrict r = planes;
     T* __restrict g = planes + width;
@@ -55,9 +51,30 @@ void deinterleave(const uint8_t* __restrict src, size_t width, int64_t channels,
     return;
   }
   for (int64_t c = 0; c < channels; ++c) {
-    for (size_t x = 0; x < width; ++x) planes[static_cast<size_t>(c) * width + x] = Pixel<T>::of(src[x * static_cast<size_t>(channels) + static_cast<size_t>(c)]);
+    for (size_t x = 0; x < width; ++x) {
+      planes[static_cast<size_t>(c) * width + x] = Pixel<T>::of(src[x * static_cast<size_t>(channels) + static_cast<size_t>(c)]);
+    }
   }
 }
+
+// The x86-64 baseline has no byte shuffle, so on x86-64 split_row is also compiled for AVX2 and
+// picked at load time where the CPU has it (an ifunc). Clang 14 cannot clone templates: hence one
+// plain function per element type.
+#if defined(__x86_64__)
+#define PF_WITH_AVX2_CLONE __attribute__((target_clones("avx2", "default")))
+#else
+#define PF_WITH_AVX2_CLONE
+#endif
+PF_WITH_AVX2_CLONE void deinterleave(const uint8_t* src, size_t width, int64_t channels, float* planes) {
+  split_row(src, width, channels, planes);
+}
+PF_WITH_AVX2_CLONE void deinterleave(const uint8_t* src, size_t width, int64_t channels, uint16_t* planes) {
+  split_row(src, width, channels, planes);
+}
+PF_WITH_AVX2_CLONE void deinterleave(const uint8_t* src, size_t width, int64_t channels, uint8_t* planes) {
+  split_row(src, width, channels, planes);
+}
+#undef PF_WITH_AVX2_CLONE
 
 // P values: a constant-size copy (a couple of moves, not a call) for the common patch sizes.
 template <class T>
