@@ -1,5 +1,6 @@
 #include "converter/convert.h"
 
+#include <algorithm>
 #include <fstream>
 #include <set>
 
@@ -136,9 +137,16 @@ Result<ConvertReport> convert_checkpoint(const ConvertOptions& o) {
       modules.push_back(std::move(m));
     }
   }
+  if (candidates == 0 && arch != nullptr) {
+    // A known architecture whose family the config did not name: say which flag converts it.
+    const bool named = std::any_of(steps.begin(), steps.end(), [&](const FusionStep& s) { return s.family->name == arch->family; });
+    PF_CHECK(named, Code::kInvalidModel, o.input, ": no patch embedding found for the fusion config's families; model_type '",
+             config.model_type, "' has a '", arch->family, "' module (", arch->patch_embed_path, "): pass --fusion ",
+             arch->family);
+  }
   PF_CHECK(candidates > 0, Code::kInvalidModel, o.input, ": no patch embedding found (no tensor named <M>.proj.weight ",
-           "with M a patch_embed, e.g. visual.patch_embed, nor <M>.weight with M a patch_embedding, ",
-           "patch_embeddings.projection or patch_conv)");
+           "with M a patch_embed, e.g. visual.patch_embed, nor, with --fusion conv2d_patch_embeddings, <M>.weight with M ",
+           "a patch_embedding, patch_embeddings.projection or patch_conv)");
   PF_CHECK(!modules.empty(), Code::kUnsupported, o.input, ": none of the ", candidates,
            " patch embeddings is eligible; ", report.notes.back());
 

@@ -75,7 +75,7 @@ TEST(ConvertCli, Qwen2VlShardedBf16AcceptanceCheck) {
   EXPECT_EQ(m["weight"]["offset"].get<size_t>() % 64, 0u);
   EXPECT_TRUE(m["bias"].is_null());
   EXPECT_EQ(j["model_type"], "qwen2_vl");
-  EXPECT_EQ(j["fusion_config"], nlohmann::json::parse(R"({"patch_embeddings":true,"conv2d_patch_embeddings":true})"));
+  EXPECT_EQ(j["fusion_config"], nlohmann::json::parse(R"({"patch_embeddings":true})"));
 
   const CommandResult e = convert_cli("export " + (dir / "m.pfb") + " -o " + (dir / "back.safetensors"));
   ASSERT_EQ(e.exit_code, 0) << e.err;
@@ -100,7 +100,7 @@ TEST(ConvertCli, RoundTripIsByteIdenticalForEveryArchitecture) {
       TempDir dir;
       const int shards = dtype == DType::kF32 ? 1 : 2;
       make_sample(dir / "ckpt", std::string(a.model_type), dtype, shards, 24);
-      ASSERT_EQ(convert_cli("convert " + dir / "ckpt" + " -o " + (dir / "m.pfb")).exit_code, 0);
+      ASSERT_EQ(convert_cli("convert " + dir / "ckpt" + " -o " + (dir / "m.pfb") + " --fusion " + std::string(a.family)).exit_code, 0);
       const CommandResult e = convert_cli("export " + (dir / "m.pfb") + " -o " + (dir / "back.safetensors"));
       ASSERT_EQ(e.exit_code, 0) << e.err;
       const std::string shard0 = dir / (shards == 1 ? "ckpt/model.safetensors" : "ckpt/model-00001-of-00002.safetensors");
@@ -132,12 +132,37 @@ TEST(ConvertCli, AlreadyLinearPatchEmbeddingsAreRefusedWithTheReason) {
   }
 }
 
+// DESIGN.md's default fusion config is {"patch_embeddings": true}: a Conv2d checkpoint converts
+// when its family is named, and without it the error says which flag to pass.
+TEST(ConvertCli, Conv2dFamilyIsNamedOnTheCommandLine) {
+  TempDir dir;
+  make_sample(dir / "ckpt", "siglip", DType::kBF16, 1, 16);
+  const CommandResult r = convert_cli("convert " + dir / "ckpt" + " -o " + (dir / "m.pfb"));
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("model_type 'siglip' has a 'conv2d_patch_embeddings' module "
+                       "(vision_model.embeddings.patch_embedding): pass --fusion conv2d_patch_embeddings"),
+            std::string::npos)
+      << r.err;
+  EXPECT_FALSE(testing::file_exists(dir / "m.pfb"));
+  ASSERT_EQ(convert_cli("convert " + dir / "ckpt" + " -o " + (dir / "m.pfb") + " --fusion conv2d_patch_embeddings").exit_code, 0);
+  const auto j = nlohmann::json::parse(convert_cli("inspect --json " + (dir / "m.pfb")).out);
+  EXPECT_EQ(j["fusion_config"], nlohmann::json::parse(R"({"conv2d_patch_embeddings":true,"patch_embeddings":true})"));
+  EXPECT_EQ(j["modules"][0]["weight"]["name"], "vision_model.embeddings.patch_embedding.linear.weight");
+  EXPECT_EQ(j["modules"][0]["class_name"], "FusedConv2d");
+  // =false keeps the conv layout (the runtime fuses it at load time or runs the 2-D convolution).
+  ASSERT_EQ(convert_cli("convert " + dir / "ckpt" + " -o " + (dir / "c.pfb") + " --fusion conv2d_patch_embeddings=false").exit_code, 0);
+  const auto c = nlohmann::json::parse(convert_cli("inspect --json " + (dir / "c.pfb")).out);
+  EXPECT_EQ(c["modules"][0]["layout"], "original_conv");
+  EXPECT_EQ(c["modules"][0]["weight"]["name"], "vision_model.embeddings.patch_embedding.weight");
+  EXPECT_EQ(c["modules"][0]["weight"]["shape"], nlohmann::json::array({16, 3, 14, 14}));
+}
+
 // A processor that sizes images by their longest edge (Pixtral, Idefics3, ...) converts with a
 // note; the model takes pixel_values only.
 TEST(ConvertCli, ProcessorWithoutAFixedSizeIsNoted) {
   TempDir dir;
   make_sample(dir / "ckpt", "pixtral", DType::kF32, 1, 16);
-  const CommandResult r = convert_cli("convert " + dir / "ckpt" + " -o " + (dir / "m.pfb"));
+  const CommandResult r = convert_cli("convert " + dir / "ckpt" + " -o " + (dir / "m.pfb") + " --fusion conv2d_patch_embeddings");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE((r.out + r.err).find("not to one fixed size, and patchfuse does not reproduce that resize: the model takes "
                                  "pixel_values only"),
@@ -158,7 +183,7 @@ TEST(ConvertCli, OriginalLayoutWithFusionDisabled) {
   EXPECT_EQ(j["modules"][0]["weight"]["name"], "model.visual.patch_embed.proj.weight");
   EXPECT_EQ(j["modules"][0]["weight"]["shape"], nlohmann::json::array({32, 3, 2, 14, 14}));
   EXPECT_EQ(j["modules"][0]["bias"]["name"], "model.visual.patch_embed.proj.bias");
-  EXPECT_EQ(j["fusion_config"], nlohmann::json::parse(R"({"patch_embeddings":false,"conv2d_patch_embeddings":true})"));
+  EXPECT_EQ(j["fusion_config"], nlohmann::json::parse(R"({"patch_embeddings":false})"));
   ASSERT_EQ(convert_cli("export " + (dir / "m.pfb") + " -o " + (dir / "back.safetensors")).exit_code, 0);
   EXPECT_EQ(tensor_bytes(dir / "back.safetensors", "model.visual.patch_embed.proj.weight"),
             tensor_bytes(dir / "ckpt/model.safetensors", "model.visual.patch_embed.proj.weight"));

@@ -26,6 +26,7 @@ TEST_P(Golden, FusedLinearInDoubleMatchesPytorchConv) {
   ConvertOptions o;
   o.input = dir;
   o.output = tmp / "m.pfb";
+  o.fusion = {{"conv2d_patch_embeddings", FusionValue{}}};  // the Conv2d cases' family (a FusionValue is `true`)
   auto report = convert_checkpoint(o);
   ASSERT_TRUE(report.ok()) << report.error().message;
   auto model = open_model_file(o.output);

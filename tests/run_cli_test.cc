@@ -255,7 +255,7 @@ TEST_F(RunCli, Int8ImageWithinItsBound) {
 TEST(RunCliConv2d, RowsAndImageMatchPytorch) {
   const std::string golden = std::string(PATCHFUSE_GOLDEN_DIR) + "/siglip_p16_bias_bf16";
   TempDir dir;
-  ASSERT_EQ(testing::run_command(std::string(PATCHFUSE_CONVERT_BIN) + " convert " + golden + " -o " + (dir / "m.pfb")).exit_code, 0);
+  ASSERT_EQ(testing::run_command(std::string(PATCHFUSE_CONVERT_BIN) + " convert " + golden + " -o " + (dir / "m.pfb") + " --fusion conv2d_patch_embeddings").exit_code, 0);
   auto x = read_npy(golden + "/input.npy");
   auto image = read_npy(golden + "/image.npy");
   ASSERT_TRUE(x.ok() && image.ok());

@@ -144,6 +144,7 @@ TEST(RuntimeGoldenFrames, NonSquarePatchesTakePixelValuesOnly) {
   ConvertOptions o;
   o.input = fixture("vit_pair_bias_f32");
   o.output = tmp / "m.pfb";
+  o.fusion = {{"conv2d_patch_embeddings", FusionValue{}}};
   auto r = convert_checkpoint(o);
   ASSERT_TRUE(r.ok()) << r.error().message;
   bool noted = false;

@@ -31,7 +31,7 @@ FusionConfig default_fusion_config() {
   FusionValue on;
   on.kind = FusionValue::Kind::kBool;
   on.enabled = true;
-  return {{"patch_embeddings", on}, {"conv2d_patch_embeddings", on}};
+  return {{"patch_embeddings", on}};
 }
 
 FusionConfig merge_with_default(const FusionConfig& user) {

@@ -56,8 +56,8 @@ struct FusionConfigEntry {
 };
 using FusionConfig = std::vector<FusionConfigEntry>;
 
-// {"patch_embeddings": true, "conv2d_patch_embeddings": true}: every family fuses unless the user
-// says otherwise (`--fusion NAME=false` keeps that family's modules in their conv layout).
+// {"patch_embeddings": true} (DESIGN.md §2). Other families run when the user names them
+// (`--fusion conv2d_patch_embeddings`); `NAME=false` keeps a family's modules in their conv layout.
 FusionConfig default_fusion_config();
 
 // User entries first, in their order, then the default families they did not mention.
