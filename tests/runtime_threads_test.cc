@@ -17,7 +17,7 @@ namespace {
 constexpr int kThreads = 4;
 const std::vector<pf_backend> kBackends = {PF_BACKEND_REFERENCE, PF_BACKEND_ONEDNN, PF_BACKEND_XNNPACK};
 
-testing::TestModule spec() { return {"qwen2_vl_bf16", 3, {2, 14, 14}, 72, true, DType::kBF16, Layout::kFusedLinear, {}}; }
+testing::TestModule spec() { return {"qwen2_vl_bf16", 3, {2, 14, 14}, 72, true, DType::kBF16, Layout::kFusedLinear, {}, true}; }
 
 // One session alone: what every thread must reproduce bit for bit.
 std::vector<float> solo_output(const Model& model, const pf_session_options& o, const std::vector<float>& x, size_t n) {
@@ -69,6 +69,50 @@ TEST(RuntimeThreads, SessionsOnSeveralThreadsShareOneModel) {
       for (int t = 0; t < kThreads; ++t) {
         EXPECT_EQ(errors[t], "") << "thread " << t;
         EXPECT_EQ(got[t], want) << "thread " << t;
+      }
+    }
+  }
+}
+
+// The frames path on several threads at once, each session's gather split over its own pool
+// (XNNPACK's pthreadpool with 2 threads): the same bits as one session alone. int8 where offered.
+TEST(RuntimeThreads, FramesOnSeveralThreads) {
+  const std::vector<uint8_t> bytes = testing::make_model(spec(), 4321);
+  auto model = Model::open_memory(bytes.data(), bytes.size());
+  ASSERT_TRUE(model) << model.error();
+  const size_t h = 112, w = 84, rows = (h / 14) * (w / 14), out = static_cast<size_t>(model->module(0).embed_dim);
+  std::vector<uint8_t> frame(h * w * 3);
+  for (size_t i = 0; i < frame.size(); ++i) frame[i] = static_cast<uint8_t>((i * 2654435761u) >> 24);
+  const uint8_t* f = frame.data();
+  for (pf_backend backend : kBackends) {
+    if (!pf_backend_available(backend)) continue;
+    for (pf_precision precision : {PF_PRECISION_AUTO, PF_PRECISION_INT8}) {
+      for (int pool : {1, 2}) {
+        SCOPED_TRACE(std::string(pf_backend_name(backend)) + " threads " + std::to_string(pool));
+        pf_session_options o = default_options();
+        o.backend = backend;
+        o.precision = precision;
+        o.threads = pool;
+        auto solo = Session::create(*model, 0, o);
+        if (!solo) {
+          EXPECT_EQ(solo.status(), PF_UNSUPPORTED) << solo.error();  // int8 where the backend has none
+          continue;
+        }
+        std::vector<float> want(rows * out);
+        ASSERT_EQ(solo->run_frames(&f, 1, h, w, w * 3, want.data()), "");
+        std::vector<std::vector<float>> got(kThreads, std::vector<float>(want.size()));
+        const std::vector<std::string> errors = on_threads([&](int t) -> std::string {
+          auto s = Session::create(*model, 0, o);
+          if (!s) return s.error();
+          for (int rep = 0; rep < 3; ++rep) {
+            if (std::string e = s->run_frames(&f, 1, h, w, w * 3, got[t].data()); !e.empty()) return e;
+          }
+          return "";
+        });
+        for (int t = 0; t < kThreads; ++t) {
+          EXPECT_EQ(errors[t], "") << "thread " << t;
+          EXPECT_EQ(got[t], want) << "thread " << t;
+        }
       }
     }
   }

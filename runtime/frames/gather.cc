@@ -57,24 +57,31 @@ inline void split_row(const uint8_t* __restrict src, size_t width, int64_t chann
   }
 }
 
-// The x86-64 baseline has no byte shuffle, so on x86-64 split_row is also compiled for AVX2 and
-// picked at load time where the CPU has it (an ifunc). Clang 14 cannot clone templates: hence one
-// plain function per element type.
+// The x86-64 baseline has no byte shuffle, so on x86-64 the split is also compiled for AVX2 and
+// chosen at run time where the CPU has it. A plain run-time check rather than target_clones:
+// an ifunc resolver runs before ThreadSanitizer is set up and crashed the TSan build.
 #if defined(__x86_64__)
-#define PF_WITH_AVX2_CLONE __attribute__((target_clones("avx2", "default")))
-#else
-#define PF_WITH_AVX2_CLONE
+template <class T>
+__attribute__((target("avx2"))) void split_row_avx2(const uint8_t* src, size_t width, int64_t channels, T* planes) {
+  split_row(src, width, channels, planes);
+}
+
+bool cpu_has_avx2() {
+  static const bool avx2 = [] {
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx2") != 0;
+  }();
+  return avx2;
+}
 #endif
-PF_WITH_AVX2_CLONE void deinterleave(const uint8_t* src, size_t width, int64_t channels, float* planes) {
+
+template <class T>
+void deinterleave(const uint8_t* src, size_t width, int64_t channels, T* planes) {
+#if defined(__x86_64__)
+  if (cpu_has_avx2()) return split_row_avx2(src, width, channels, planes);
+#endif
   split_row(src, width, channels, planes);
 }
-PF_WITH_AVX2_CLONE void deinterleave(const uint8_t* src, size_t width, int64_t channels, uint16_t* planes) {
-  split_row(src, width, channels, planes);
-}
-PF_WITH_AVX2_CLONE void deinterleave(const uint8_t* src, size_t width, int64_t channels, uint8_t* planes) {
-  split_row(src, width, channels, planes);
-}
-#undef PF_WITH_AVX2_CLONE
 
 // P values: a constant-size copy (a couple of moves, not a call) for the common patch sizes.
 template <class T>

@@ -7,6 +7,9 @@
 #include "runtime/backends/xnnpack/xnnpack_backend.h"
 
 #include <pthreadpool.h>
+#if defined(__SANITIZE_THREAD__)
+#include <sanitizer/tsan_interface.h>
+#endif
 #include <xnnpack.h>
 
 #include <algorithm>
@@ -17,6 +20,14 @@
 namespace patchfuse {
 
 namespace {
+
+#if defined(__SANITIZE_THREAD__)
+void tsan_acquire(const void* addr) { __tsan_acquire(const_cast<void*>(addr)); }
+void tsan_release(const void* addr) { __tsan_release(const_cast<void*>(addr)); }
+#else
+void tsan_acquire(const void*) {}
+void tsan_release(const void*) {}
+#endif
 
 const char* status_name(xnn_status s) {
   switch (s) {
@@ -127,9 +138,19 @@ class XnnpackKernel final : public Kernel {
 
   void parallelize(size_t n, const std::function<void(size_t)>& task) override {
     if (!pool_) return Kernel::parallelize(n, task);
+    // pthreadpool hands out the tasks and waits for them with synchronization ThreadSanitizer
+    // cannot see (Debian's library is not instrumented), so under TSan the fork and the join are
+    // told to it explicitly; elsewhere these are no-ops.
+    tsan_release(&task);
     pthreadpool_parallelize_1d(
-        pool_.get(), [](void* t, size_t i) { (*static_cast<const std::function<void(size_t)>*>(t))(i); },
+        pool_.get(),
+        [](void* t, size_t i) {
+          tsan_acquire(t);
+          (*static_cast<const std::function<void(size_t)>*>(t))(i);
+          tsan_release(t);
+        },
         const_cast<std::function<void(size_t)>*>(&task), n, 0);
+    tsan_acquire(&task);
   }
 
  private:
