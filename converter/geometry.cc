@@ -89,8 +89,10 @@ Result<ConvGeometry> resolve_geometry(const FusionFamily& family, const std::str
   const size_t rank = g.kernel.size();
   if (override_geometry) {
     g.stride = override_geometry->stride;
-    g.padding = override_geometry->padding.empty() ? std::vector<int64_t>(rank, 0) : override_geometry->padding;
-    g.dilation = override_geometry->dilation.empty() ? std::vector<int64_t>(rank, 1) : override_geometry->dilation;
+    g.padding = override_geometry->padding;
+    if (g.padding.empty()) g.padding.assign(rank, 0);
+    g.dilation = override_geometry->dilation;
+    if (g.dilation.empty()) g.dilation.assign(rank, 1);
     g.groups = override_geometry->groups;
   } else {
     const Architecture* arch = find_architecture(config.model_type);

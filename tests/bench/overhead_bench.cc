@@ -137,32 +137,6 @@ void gather_only(benchmark::State& state) {
   }
 }
 
-// The int8 frames session on one still side x side image (state.range(0)), threads state.range(1).
-void int8_frames_run(benchmark::State& state) {
-  const auto side = static_cast<size_t>(state.range(0));
-  auto model = patchfuse::Model::open_memory(frames_model_bytes().data(), frames_model_bytes().size());
-  pf_session_options o = patchfuse::default_options();
-  o.backend = PF_BACKEND_ONEDNN;
-  o.precision = PF_PRECISION_INT8;
-  o.threads = static_cast<int32_t>(state.range(1));
-  auto session = patchfuse::Session::create(*model, 0, o);
-  if (!session) {
-    state.SkipWithError(session.error().c_str());
-    return;
-  }
-  const std::vector<uint8_t> image = random_bytes(side * side * 3, 7);
-  const uint8_t* f = image.data();
-  const size_t n = (side / 14) * (side / 14);
-  std::vector<float> y(n * kOut);
-  session->run_frames(&f, 1, side, side, side * 3, y.data());  // this N's primitive, as any first call
-  for (auto _ : state) {
-    if (!session->run_frames(&f, 1, side, side, side * 3, y.data()).empty()) state.SkipWithError("run failed");
-  }
-  state.counters["N"] = static_cast<double>(n);
-  state.counters["GOP/s"] = benchmark::Counter(2.0 * static_cast<double>(n) * (kK / 2) * kOut * 1e-9,
-                                               benchmark::Counter::kIsIterationInvariantRate);
-}
-
 void set_counters(benchmark::State& state, size_t n) {
   state.counters["GFLOP/s"] = benchmark::Counter(2.0 * static_cast<double>(n) * kK * kOut * 1e-9,
                                                  benchmark::Counter::kIsIterationInvariantRate);
@@ -225,6 +199,32 @@ void raw_onednn(benchmark::State& state, bool bf16) {
     return;
   }
   set_counters(state, static_cast<size_t>(n));
+}
+
+// The int8 frames session on one still side x side image (state.range(0)), threads state.range(1).
+void int8_frames_run(benchmark::State& state) {
+  const auto side = static_cast<size_t>(state.range(0));
+  auto model = patchfuse::Model::open_memory(frames_model_bytes().data(), frames_model_bytes().size());
+  pf_session_options o = patchfuse::default_options();
+  o.backend = PF_BACKEND_ONEDNN;
+  o.precision = PF_PRECISION_INT8;
+  o.threads = static_cast<int32_t>(state.range(1));
+  auto session = patchfuse::Session::create(*model, 0, o);
+  if (!session) {
+    state.SkipWithError(session.error().c_str());
+    return;
+  }
+  const std::vector<uint8_t> image = random_bytes(side * side * 3, 7);
+  const uint8_t* f = image.data();
+  const size_t n = (side / 14) * (side / 14);
+  std::vector<float> y(n * kOut);
+  session->run_frames(&f, 1, side, side, side * 3, y.data());  // this N's primitive, as any first call
+  for (auto _ : state) {
+    if (!session->run_frames(&f, 1, side, side, side * 3, y.data()).empty()) state.SkipWithError("run failed");
+  }
+  state.counters["N"] = static_cast<double>(n);
+  state.counters["GOP/s"] = benchmark::Counter(2.0 * static_cast<double>(n) * (kK / 2) * kOut * 1e-9,
+                                               benchmark::Counter::kIsIterationInvariantRate);
 }
 
 // u8 x s8 matmul with per-output-channel scales fixed at creation and an f32 bias, what an int8
