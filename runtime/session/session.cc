@@ -1,5 +1,6 @@
 #include "runtime/session/session.h"
 
+#include <algorithm>
 #include <new>
 
 #include "runtime/core/checked_math.h"
@@ -135,11 +136,14 @@ Status Session::run_frames(const uint8_t* const* frames, size_t t, size_t height
     const Preprocessing& p = *module_.preprocessing;
     const int64_t channels = module_.geometry.in_channels;
     // Rows in the kernel's own input type: a bf16 kernel gets bf16 rows, with no f32 pass between.
-    // The gather runs on the kernel's threads, one block of rows per task.
+    // The gather runs on the kernel's threads, one contiguous range of blocks per thread (so each
+    // gather call sets up its row planes once).
+    const int64_t blocks = gather_block_count(g, p);
+    const int64_t parts = std::min<int64_t>(blocks, k->kernel->threads());
     const auto gather_on_threads = [&](auto* rows) {
-      k->kernel->parallelize(static_cast<size_t>(gather_block_count(g, p)), [&](size_t block) {
-        const auto b = static_cast<int64_t>(block);
-        gather_rows(frames, t, row_stride, g, p, channels, still, b, b + 1, rows);
+      k->kernel->parallelize(static_cast<size_t>(parts), [&](size_t i) {
+        const auto part = static_cast<int64_t>(i);
+        gather_rows(frames, t, row_stride, g, p, channels, still, blocks * part / parts, blocks * (part + 1) / parts, rows);
       });
     };
     if (precision_ == Precision::kInt8) {
