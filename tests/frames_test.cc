@@ -148,13 +148,7 @@ TEST_P(FramesTest, EveryBackendMatchesPytorchOnFrames) {
             pf_grid got_grid{};
             ASSERT_EQ(s->run_frames(f.pointers().data(), f.t, f.height, f.width, f.width * 3, y.data(), &got_grid), "");
             EXPECT_EQ(got_grid.t, grid->t);
-            double max_ref = 0, max_err = 0;
-            for (size_t i = 0; i < y.size(); ++i) {
-              max_ref = std::max(max_ref, std::fabs(want[i]));
-              max_err = std::max(max_err, std::fabs(y[i] - want[i]));
-            }
-            EXPECT_LE(max_err, testing::max_relative_tolerance(info.precision) * max_ref)
-                << "max |err| " << max_err << " max |ref| " << max_ref;
+            EXPECT_TRUE(testing::within_bound(y, want, info.precision));
             ++ran;
           }
         }
@@ -186,20 +180,15 @@ TEST_P(FramesTest, Int8MatchesPytorchWithinItsBound) {
     const std::vector<double> want = load(GetParam(), "expected", c);
     std::vector<float> y(want.size()), y_onednn(want.size());
     ASSERT_EQ(reference->run_frames(f.pointers().data(), f.t, f.height, f.width, f.width * 3, y.data()), "");
-    double max_ref = 0, max_err = 0;
-    for (size_t i = 0; i < y.size(); ++i) {
-      max_ref = std::max(max_ref, std::fabs(want[i]));
-      max_err = std::max(max_err, std::fabs(y[i] - want[i]));
-    }
-    std::printf("%s %s: int8 max |err| %.3g of max |ref| %.3g (bound %.0e)\n", GetParam(), c, max_err / max_ref, max_ref,
+    const testing::OutputError e = testing::output_error(y, want);
+    std::printf("%s %s: int8 max |err| %.3g of max |ref| %.3g (bound %.0e)\n", GetParam(), c, e.relative(), e.max_ref,
                 testing::max_relative_tolerance(PF_PRECISION_INT8));
-    EXPECT_LE(max_err, testing::max_relative_tolerance(PF_PRECISION_INT8) * max_ref) << max_err << " of " << max_ref;
+    EXPECT_TRUE(testing::within_bound(y, want, PF_PRECISION_INT8));
     if (!onednn) continue;
     ASSERT_EQ(onednn->run_frames(f.pointers().data(), f.t, f.height, f.width, f.width * 3, y_onednn.data()), "");
-    double max_diff = 0;
-    for (size_t i = 0; i < y.size(); ++i) max_diff = std::max(max_diff, std::fabs(static_cast<double>(y_onednn[i]) - y[i]));
-    EXPECT_LE(max_diff, 1e-5 * max_ref) << onednn->info().detail;  // observed up to 6.5e-8 (VNNI)
-    std::printf("%s %s: oneDNN int8 vs the exact reference: max |diff| %.3g of max |ref|\n", GetParam(), c, max_diff / max_ref);
+    const double max_diff = testing::output_error(y_onednn, y).max_err;
+    EXPECT_LE(max_diff, 1e-5 * e.max_ref) << onednn->info().detail;  // observed up to 6.5e-8 (VNNI)
+    std::printf("%s %s: oneDNN int8 vs the exact reference: max |diff| %.3g of max |ref|\n", GetParam(), c, max_diff / e.max_ref);
   }
   // Only frames are exact: pixel_values are refused, and so is the unfused (convolution) path.
   const std::vector<double> pv = load(GetParam(), "pixel_values", "still");

@@ -4,8 +4,12 @@
 // AVX512-BF16 for a bf16 model.
 #pragma once
 
+#include <gtest/gtest.h>
+
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <vector>
 
 #include "patchfuse/patchfuse.h"
 
@@ -46,6 +50,31 @@ inline double max_relative_tolerance(pf_precision computed) {
     case PF_PRECISION_AUTO: return 1e-4;
   }
   return 1e-4;
+}
+
+// A whole output against its reference: max |y - want| and max |want|.
+struct OutputError {
+  double max_err = 0, max_ref = 0;
+  double relative() const { return max_ref > 0 ? max_err / max_ref : max_err; }
+};
+template <class Y, class W>
+OutputError output_error(const std::vector<Y>& y, const std::vector<W>& want) {
+  OutputError e;
+  for (size_t i = 0; i < std::min(y.size(), want.size()); ++i) {
+    e.max_ref = std::max(e.max_ref, std::fabs(static_cast<double>(want[i])));
+    e.max_err = std::max(e.max_err, std::fabs(static_cast<double>(y[i]) - static_cast<double>(want[i])));
+  }
+  return e;
+}
+
+// max |y - want| <= max_relative_tolerance(computed) * max |want|, with both figures on failure.
+template <class Y, class W>
+::testing::AssertionResult within_bound(const std::vector<Y>& y, const std::vector<W>& want, pf_precision computed) {
+  if (y.size() != want.size()) return ::testing::AssertionFailure() << y.size() << " values against " << want.size();
+  const OutputError e = output_error(y, want);
+  if (e.max_err <= max_relative_tolerance(computed) * e.max_ref) return ::testing::AssertionSuccess();
+  return ::testing::AssertionFailure() << "max |err| " << e.max_err << " = " << e.relative() << " of max |ref| " << e.max_ref
+                                       << ", above the bound " << max_relative_tolerance(computed);
 }
 
 }  // namespace patchfuse::testing
