@@ -104,24 +104,34 @@ const std::vector<uint8_t>& frame() {
   return f;
 }
 
-void frames_run(benchmark::State& state, pf_backend backend, pf_precision precision) {
+// One still side x side image through a frames session; counts N and the GEMM's (G)OP/s.
+void time_frames(benchmark::State& state, pf_backend backend, pf_precision precision, size_t side, int threads) {
   auto model = patchfuse::Model::open_memory(frames_model_bytes().data(), frames_model_bytes().size());
   pf_session_options o = patchfuse::default_options();
   o.backend = backend;
   o.precision = precision;
-  o.threads = static_cast<int32_t>(state.range(0));
+  o.threads = threads;
   auto session = patchfuse::Session::create(*model, 0, o);
   if (!session) {
     state.SkipWithError(session.error().c_str());
     return;
   }
-  const uint8_t* f = frame().data();
-  std::vector<float> y(1024 * kOut);
-  session->run_frames(&f, 1, kSide, kSide, kSide * 3, y.data());  // folds and packs the still weights once
+  const std::vector<uint8_t> image = side == kSide ? frame() : random_bytes(side * side * 3, 7);
+  const uint8_t* f = image.data();
+  const size_t n = (side / 14) * (side / 14);
+  std::vector<float> y(n * kOut);
+  session->run_frames(&f, 1, side, side, side * 3, y.data());  // folds and packs the still weights once
   for (auto _ : state) {
-    if (!session->run_frames(&f, 1, kSide, kSide, kSide * 3, y.data()).empty()) state.SkipWithError("run failed");
+    if (!session->run_frames(&f, 1, side, side, side * 3, y.data()).empty()) state.SkipWithError("run failed");
   }
-  state.counters["GFLOP/s"] = benchmark::Counter(2.0 * 1024 * (kK / 2) * kOut * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["N"] = static_cast<double>(n);
+  state.counters["GFLOP/s"] = benchmark::Counter(2.0 * static_cast<double>(n) * (kK / 2) * kOut * 1e-9,
+                                                 benchmark::Counter::kIsIterationInvariantRate);
+}
+
+// The 448x448 image on state.range(0) threads.
+void frames_run(benchmark::State& state, pf_backend backend, pf_precision precision) {
+  time_frames(state, backend, precision, kSide, static_cast<int>(state.range(0)));
 }
 
 // The gather alone into rows of T: float (f32 kernels) or uint8_t (int8 kernels).
@@ -203,28 +213,8 @@ void raw_onednn(benchmark::State& state, bool bf16) {
 
 // The int8 frames session on one still side x side image (state.range(0)), threads state.range(1).
 void int8_frames_run(benchmark::State& state) {
-  const auto side = static_cast<size_t>(state.range(0));
-  auto model = patchfuse::Model::open_memory(frames_model_bytes().data(), frames_model_bytes().size());
-  pf_session_options o = patchfuse::default_options();
-  o.backend = PF_BACKEND_ONEDNN;
-  o.precision = PF_PRECISION_INT8;
-  o.threads = static_cast<int32_t>(state.range(1));
-  auto session = patchfuse::Session::create(*model, 0, o);
-  if (!session) {
-    state.SkipWithError(session.error().c_str());
-    return;
-  }
-  const std::vector<uint8_t> image = random_bytes(side * side * 3, 7);
-  const uint8_t* f = image.data();
-  const size_t n = (side / 14) * (side / 14);
-  std::vector<float> y(n * kOut);
-  session->run_frames(&f, 1, side, side, side * 3, y.data());  // this N's primitive, as any first call
-  for (auto _ : state) {
-    if (!session->run_frames(&f, 1, side, side, side * 3, y.data()).empty()) state.SkipWithError("run failed");
-  }
-  state.counters["N"] = static_cast<double>(n);
-  state.counters["GOP/s"] = benchmark::Counter(2.0 * static_cast<double>(n) * (kK / 2) * kOut * 1e-9,
-                                               benchmark::Counter::kIsIterationInvariantRate);
+  time_frames(state, PF_BACKEND_ONEDNN, PF_PRECISION_INT8, static_cast<size_t>(state.range(0)),
+              static_cast<int>(state.range(1)));
 }
 
 // u8 x s8 matmul with per-output-channel scales fixed at creation and an f32 bias, what an int8
@@ -260,8 +250,8 @@ void raw_onednn_int8(benchmark::State& state) {
     state.SkipWithError(e.what());
     return;
   }
-  state.counters["GOP/s"] = benchmark::Counter(2.0 * static_cast<double>(n) * (kK / 2) * kOut * 1e-9,
-                                               benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["GFLOP/s"] = benchmark::Counter(2.0 * static_cast<double>(n) * (kK / 2) * kOut * 1e-9,
+                                                 benchmark::Counter::kIsIterationInvariantRate);
 }
 #endif
 
