@@ -207,5 +207,48 @@ TEST(ModelFormat, NewerSchemaVersionAndEmptyModelAreRefused) {
   EXPECT_NE(read_error(empty).find("holds no modules"), std::string::npos);
 }
 
+// A Conv2d module with fixed-size preprocessing round-trips through the file; a resize value
+// the reader does not know, or a fixed size the rule refuses, is an error naming it.
+TEST(ModelFormat, FixedSizePreprocessingIsStoredAndChecked) {
+  ModuleRecord m;
+  m.path = "vision_model.embeddings.patch_embedding";
+  m.family = find_family("conv2d_patch_embeddings");
+  m.layout = Layout::kFusedLinear;
+  m.geometry.kernel = m.geometry.stride = {14, 14};
+  m.geometry.padding = {0, 0};
+  m.geometry.dilation = {1, 1};
+  m.geometry.in_channels = 3;
+  m.geometry.embed_dim = 8;
+  m.dtype = m.source_dtype = DType::kF32;
+  m.weight = {fused_weight_name(*m.family, m.path), fused_weight_shape(m.geometry), DType::kF32,
+              std::vector<uint8_t>(8 * 588 * 4, 0)};
+  Preprocessing p;
+  p.mean = p.std = {0.5f, 0.5f, 0.5f};
+  p.patch_size = 14;
+  p.temporal_patch_size = p.merge_size = 1;
+  p.resize = ResizeVariant::kFixed;
+  p.fixed_height = 384;
+  p.fixed_width = 378;
+  m.preprocessing = p;
+  auto bytes = build({m});
+  auto read = read_model(bytes.data(), bytes.size(), "m.pfb");
+  ASSERT_TRUE(read.ok()) << read.error().message;
+  const Preprocessing& back = *read->modules.at(0).preprocessing;
+  EXPECT_EQ(back.resize, ResizeVariant::kFixed);
+  EXPECT_EQ(back.fixed_height, 384);
+  EXPECT_EQ(back.fixed_width, 378);
+  EXPECT_EQ(read->modules.at(0).geometry.kernel, (std::vector<int64_t>{14, 14}));
+
+  m.preprocessing->resize = static_cast<ResizeVariant>(7);
+  EXPECT_NE(read_error(build({m})).find("preprocessing resize value 7 is not qwen2_vl, glm4v or fixed"), std::string::npos);
+  m.preprocessing->resize = ResizeVariant::kFixed;
+  m.preprocessing->fixed_width = 0;
+  EXPECT_NE(read_error(build({m})).find("preprocessing size 384x0 must be at least one patch (14)"), std::string::npos);
+  m.preprocessing->fixed_width = 378;
+  m.preprocessing->merge_size = 2;
+  EXPECT_NE(read_error(build({m})).find("fixed-size preprocessing has merge_size 2 and temporal_patch_size 1; both must be 1"),
+            std::string::npos);
+}
+
 }  // namespace
 }  // namespace patchfuse
