@@ -52,7 +52,10 @@ if wants sanitize; then
   # is covered with the reference and XNNPACK backends (pthreadpool included).
   step "tsan: configure + build" bash -c "cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo \
       -DPATCHFUSE_SANITIZE=thread -DPATCHFUSE_WITH_ONEDNN=OFF && cmake --build build-tsan -j $jobs --target runtime_threads_test"
-  ldd build-tsan/tests/runtime_threads_test | grep -q libtsan || { echo "tsan: runtime_threads_test is not linked with libtsan" >&2; exit 1; }
+  # Read the dynamic section instead of piping ldd into grep -q: under pipefail, grep exiting at
+  # the first match can kill ldd with SIGPIPE and fail the check on a binary that is fine.
+  needed=$(readelf -d build-tsan/tests/runtime_threads_test)
+  [[ $needed == *libtsan* ]] || { echo "tsan: runtime_threads_test is not linked with libtsan; its NEEDED entries:" >&2; echo "$needed" >&2; exit 1; }
   step "tsan: runtime_threads_test" env TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 build-tsan/tests/runtime_threads_test
 fi
 
