@@ -49,13 +49,15 @@ Result<ConvertReport> convert_checkpoint(const ConvertOptions& o) {
   const Architecture* arch = find_architecture(config.model_type);
   ConvertReport report;
   std::optional<Preprocessing> preprocessing;
-  std::string preprocessor_path = o.preprocessor;
-  if (preprocessor_path.empty()) {
+  // The file given, else `name` beside config.json if it exists, else "".
+  const auto found = [&](const std::string& given, const char* name) {
+    if (!given.empty()) return given;
     const std::string& c = ckpt.config_path();
     const size_t slash = c.find_last_of('/');
-    const std::string beside = (slash == std::string::npos ? std::string() : c.substr(0, slash + 1)) + "preprocessor_config.json";
-    if (std::ifstream(beside)) preprocessor_path = beside;
-  }
+    const std::string beside = (slash == std::string::npos ? std::string() : c.substr(0, slash + 1)) + name;
+    return std::ifstream(beside) ? beside : std::string();
+  };
+  const std::string preprocessor_path = found(o.preprocessor, "preprocessor_config.json");
   if (preprocessor_path.empty()) {
     report.notes.push_back("no preprocessor_config.json beside " + ckpt.config_path() +
                            ": the model takes pixel_values only (pass --preprocessor FILE for frames)");
@@ -63,12 +65,22 @@ Result<ConvertReport> convert_checkpoint(const ConvertOptions& o) {
     Result<Preprocessing> loaded = load_preprocessor_config(preprocessor_path, config.model_type);
     if (loaded.ok()) {
       preprocessing = std::move(loaded).value();
+      // Fixed-size processors size each frame as an image; their video configs do not matter.
+      const std::string video_path = found(o.video_preprocessor, "video_preprocessor_config.json");
+      if (preprocessing->resize != ResizeVariant::kFixed && !video_path.empty()) {
+        PF_ASSIGN_OR_RETURN(preprocessing->video,
+                            load_video_preprocessor_config(video_path, *preprocessing, preprocessor_path));
+      }
     } else if (loaded.error().code == Code::kUnsupported) {
       report.notes.push_back(loaded.error().message + ": the model takes pixel_values only");
     } else {
       return loaded.error();
     }
   }
+
+  PF_CHECK(o.video_preprocessor.empty() || (preprocessing && preprocessing->video), Code::kInvalidArgument,
+           "--video-preprocessor ", o.video_preprocessor, ": the model has no smart_resize preprocessing for it to "
+           "go with (", preprocessor_path.empty() ? std::string("no preprocessor_config.json") : preprocessor_path, ")");
 
   std::vector<ModuleRecord> modules;
   std::set<std::string> claimed;  // a module belongs to the first family, in config order, that matches it

@@ -16,6 +16,7 @@ struct ConvertOptions {
   std::string output;
   std::string config;           // empty: config.json beside the weights
   std::string preprocessor;     // empty: preprocessor_config.json beside config.json, if present
+  std::string video_preprocessor;  // empty: video_preprocessor_config.json beside config.json, if present
   FusionConfig fusion;          // the user's entries; merged with the default
   std::optional<DType> dtype;   // nullopt: keep the checkpoint's dtype
   std::optional<GeometryOverride> geometry;

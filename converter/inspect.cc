@@ -42,6 +42,12 @@ ojson preprocessing_json(const std::optional<Preprocessing>& p) {
     j["min_pixels"] = p->min_pixels;
     j["max_pixels"] = p->max_pixels;
     j["smart_resize"] = resize_variant_name(p->resize);
+    if (const auto& v = p->video) {
+      j["video"] = {{"smart_resize", resize_variant_name(v->variant)}, {"min_pixels", v->min_pixels},
+                    {"max_pixels", v->max_pixels}, {"cap_pixels_per_frame", v->cap_pixels_per_frame}};
+    } else {
+      j["video"] = "as images";
+    }
   }
   return j;
 }

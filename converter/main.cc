@@ -31,6 +31,8 @@ int main(int argc, char** argv) {
   c->add_option("-o,--output", convert.output, "Output .pfb path")->required();
   c->add_option("--config", convert.config, "config.json to use instead of the one beside the weights");
   c->add_option("--preprocessor", convert.preprocessor, "preprocessor_config.json to store (default: the one beside config.json, if any)");
+  c->add_option("--video-preprocessor", convert.video_preprocessor,
+                "video_preprocessor_config.json: how videos are sized (default: the one beside config.json, if any; else as images)");
   c->add_option("--fusion", fusion_flags, "NAME[=true|false|{options}], repeatable; default patch_embeddings=true; Conv2d models: --fusion conv2d_patch_embeddings");
   c->add_option("--dtype", dtype, "Weight dtype in the model")->check(CLI::IsMember({"keep", "f32", "f16", "bf16"}));
   c->add_option("--geometry", geometry,

@@ -40,10 +40,15 @@ std::vector<uint8_t> build_model(const std::string& model_type, const std::vecto
     flatbuffers::Offset<fb::Tensor> bias = m.bias ? write_tensor(b, *m.bias) : 0;
     flatbuffers::Offset<fb::Preprocessing> pre = 0;
     if (const auto& p = m.preprocessing) {
+      flatbuffers::Offset<fb::VideoResize> video = 0;
+      if (const auto& v = p->video) {
+        video = fb::CreateVideoResize(b, static_cast<fb::ResizeVariant>(v->variant), v->min_pixels, v->max_pixels,
+                                      v->cap_pixels_per_frame);
+      }
       pre = fb::CreatePreprocessing(b, b.CreateVector(p->mean), b.CreateVector(p->std), p->rescale_factor,
                                     static_cast<int32_t>(p->patch_size), static_cast<int32_t>(p->temporal_patch_size),
                                     static_cast<int32_t>(p->merge_size), p->min_pixels, p->max_pixels,
-                                    static_cast<fb::ResizeVariant>(p->resize), p->fixed_height, p->fixed_width);
+                                    static_cast<fb::ResizeVariant>(p->resize), p->fixed_height, p->fixed_width, video);
     }
     const ConvGeometry& g = m.geometry;
     auto geometry = fb::CreateGeometry(b, int_vector(b, g.kernel), int_vector(b, g.stride), int_vector(b, g.padding),

@@ -23,8 +23,9 @@ Result<int64_t> positive_int(const json& root, const char* key, int64_t fallback
   return v.get<int64_t>();
 }
 
-Result<bool> flag(const json& root, const char* key, const std::string& path) {
-  if (!root.contains(key)) return true;
+// Absent (or null, as save_pretrained writes an unset option) means `fallback`.
+Result<bool> flag(const json& root, const char* key, const std::string& path, bool fallback = true) {
+  if (!root.contains(key) || root[key].is_null()) return fallback;
   PF_CHECK(root[key].is_boolean(), Code::kInvalidModel, path, ": ", key, " must be true or false, got ", root[key].dump());
   return root[key].get<bool>();
 }
@@ -58,40 +59,37 @@ Result<std::optional<std::pair<int64_t, int64_t>>> fixed_size(const json& root, 
   return std::optional<std::pair<int64_t, int64_t>>();
 }
 
-}  // namespace
+const std::vector<float> kClipMean = {0.48145466f, 0.4578275f, 0.40821073f};
+const std::vector<float> kClipStd = {0.26862954f, 0.26130258f, 0.27577711f};
+const std::vector<float> kHalf = {0.5f, 0.5f, 0.5f};  // IMAGENET_STANDARD_MEAN and _STD
 
-Result<Preprocessing> load_preprocessor_config(const std::string& path, const std::string& model_type) {
-  PF_ASSIGN_OR_RETURN(const json root, load_json_object(path, "the preprocessor config"));
+// A processor's own defaults for the keys a file may leave out (transformers'
+// image_processing_qwen2_vl.py, _glm4v.py, video_processing_qwen2_vl.py, _qwen3_vl.py, _glm4v.py).
+struct Defaults {
+  const std::vector<float>* mean;
+  const std::vector<float>* std;
+  int64_t patch_size, min_pixels, max_pixels;
+};
 
-  Preprocessing p;
-  std::string processor;
-  if (root.contains("image_processor_type")) {
-    PF_CHECK(root["image_processor_type"].is_string(), Code::kInvalidModel, path,
-             ": image_processor_type must be a string, got ", root["image_processor_type"].dump());
-    processor = root["image_processor_type"].get<std::string>();
-  } else if (const Architecture* a = find_architecture(model_type)) {
-    processor = std::string(a->image_processor);
-  }
-  if (processor.rfind("Glm4v", 0) == 0) {
-    p.resize = ResizeVariant::kGlm4v;
-  } else if (processor.rfind("Qwen2VL", 0) == 0 || processor.empty()) {
-    p.resize = ResizeVariant::kQwen2Vl;
-  } else {
-    p.resize = ResizeVariant::kFixed;
-  }
-  const bool fixed = p.resize == ResizeVariant::kFixed;
-  // Defaults of the Qwen2-VL and GLM-4V processors themselves (transformers
-  // image_processing_qwen2_vl.py, _glm4v.py). Fixed-size processors differ in their defaults
-  // (0.5, CLIP's, ImageNet's), so theirs must be in the file.
-  const bool glm = p.resize == ResizeVariant::kGlm4v;
-  const std::vector<float> clip_mean = {0.48145466f, 0.4578275f, 0.40821073f};
-  const std::vector<float> clip_std = {0.26862954f, 0.26130258f, 0.27577711f};
+// The string `key`, or "" when absent.
+Result<std::string> processor_type(const json& root, const char* key, const std::string& path) {
+  if (!root.contains(key)) return std::string();
+  PF_CHECK(root[key].is_string(), Code::kInvalidModel, path, ": ", key, " must be a string, got ", root[key].dump());
+  return root[key].get<std::string>();
+}
+
+bool starts_with(const std::string& s, const char* prefix) { return s.rfind(prefix, 0) == 0; }
+
+// image_mean, image_std, rescale_factor, do_rescale, do_normalize: what image and video processors
+// share. `mean`/`std` null: the file must have them.
+Status read_normalization(const json& root, const std::string& path, const std::string& processor,
+                          const std::vector<float>* mean, const std::vector<float>* std, Preprocessing& p) {
   for (const char* key : {"image_mean", "image_std"}) {
-    PF_CHECK(!fixed || root.contains(key), Code::kInvalidModel, path, ": ", key, " is missing; ", processor,
+    PF_CHECK(mean != nullptr || root.contains(key), Code::kInvalidModel, path, ": ", key, " is missing; ", processor,
              " has no default patchfuse can assume");
   }
-  PF_ASSIGN_OR_RETURN(p.mean, numbers(root, "image_mean", clip_mean, path));
-  PF_ASSIGN_OR_RETURN(p.std, numbers(root, "image_std", clip_std, path));
+  PF_ASSIGN_OR_RETURN(p.mean, numbers(root, "image_mean", mean ? *mean : std::vector<float>(), path));
+  PF_ASSIGN_OR_RETURN(p.std, numbers(root, "image_std", std ? *std : std::vector<float>(), path));
   if (root.contains("rescale_factor")) {
     PF_CHECK(root["rescale_factor"].is_number(), Code::kInvalidModel, path, ": rescale_factor must be a number, got ",
              root["rescale_factor"].dump());
@@ -106,6 +104,57 @@ Result<Preprocessing> load_preprocessor_config(const std::string& path, const st
   }
   PF_CHECK(p.mean.size() == p.std.size(), Code::kInvalidModel, path, ": image_mean has ", p.mean.size(),
            " values but image_std has ", p.std.size());
+  return {};
+}
+
+// patch_size, temporal_patch_size, merge_size and the smart_resize bounds (size.shortest_edge /
+// size.longest_edge, overridden by min_pixels / max_pixels as in the processors).
+Status read_smart_resize(const json& root, const std::string& path, const Defaults& d, Preprocessing& p) {
+  PF_ASSIGN_OR_RETURN(p.patch_size, positive_int(root, "patch_size", d.patch_size, path));
+  PF_ASSIGN_OR_RETURN(p.temporal_patch_size, positive_int(root, "temporal_patch_size", 2, path));
+  PF_ASSIGN_OR_RETURN(p.merge_size, positive_int(root, "merge_size", 2, path));
+  p.min_pixels = d.min_pixels;
+  p.max_pixels = d.max_pixels;
+  if (root.contains("size") && root["size"].is_object()) {
+    PF_ASSIGN_OR_RETURN(p.min_pixels, positive_int(root["size"], "shortest_edge", p.min_pixels, path + ": size"));
+    PF_ASSIGN_OR_RETURN(p.max_pixels, positive_int(root["size"], "longest_edge", p.max_pixels, path + ": size"));
+  }
+  PF_ASSIGN_OR_RETURN(p.min_pixels, positive_int(root, "min_pixels", p.min_pixels, path));
+  PF_ASSIGN_OR_RETURN(p.max_pixels, positive_int(root, "max_pixels", p.max_pixels, path));
+  PF_CHECK(p.min_pixels <= p.max_pixels, Code::kInvalidModel, path, ": min_pixels ", p.min_pixels,
+           " exceeds max_pixels ", p.max_pixels);
+  return {};
+}
+
+std::string floats(const std::vector<float>& v) {
+  std::ostringstream out;
+  out << '[';
+  for (size_t i = 0; i < v.size(); ++i) out << (i ? ", " : "") << v[i];
+  return out.str() + ']';
+}
+
+}  // namespace
+
+Result<Preprocessing> load_preprocessor_config(const std::string& path, const std::string& model_type) {
+  PF_ASSIGN_OR_RETURN(const json root, load_json_object(path, "the preprocessor config"));
+
+  Preprocessing p;
+  PF_ASSIGN_OR_RETURN(std::string processor, processor_type(root, "image_processor_type", path));
+  if (processor.empty()) {
+    if (const Architecture* a = find_architecture(model_type)) processor = std::string(a->image_processor);
+  }
+  if (starts_with(processor, "Glm4v")) {
+    p.resize = ResizeVariant::kGlm4v;
+  } else if (starts_with(processor, "Qwen2VL") || processor.empty()) {
+    p.resize = ResizeVariant::kQwen2Vl;
+  } else {
+    p.resize = ResizeVariant::kFixed;
+  }
+  // Fixed-size processors differ in their defaults (0.5, CLIP's, ImageNet's), so theirs must be
+  // in the file.
+  const bool fixed = p.resize == ResizeVariant::kFixed;
+  PF_RETURN_IF_ERROR(read_normalization(root, path, processor, fixed ? nullptr : &kClipMean,
+                                        fixed ? nullptr : &kClipStd, p));
 
   if (fixed) {
     // One image, patches in raster order; the patch size is the weight's (these processors do
@@ -126,22 +175,52 @@ Result<Preprocessing> load_preprocessor_config(const std::string& path, const st
     std::tie(p.fixed_height, p.fixed_width) = *size;
     return p;
   }
-  PF_ASSIGN_OR_RETURN(p.patch_size, positive_int(root, "patch_size", 14, path));
-  PF_ASSIGN_OR_RETURN(p.temporal_patch_size, positive_int(root, "temporal_patch_size", 2, path));
-  PF_ASSIGN_OR_RETURN(p.merge_size, positive_int(root, "merge_size", 2, path));
-
-  p.min_pixels = glm ? 112 * 112 : 56 * 56;
-  p.max_pixels = glm ? 28 * 28 * 15000 : 28 * 28 * 1280;
-  if (root.contains("size") && root["size"].is_object()) {
-    PF_ASSIGN_OR_RETURN(p.min_pixels, positive_int(root["size"], "shortest_edge", p.min_pixels, path + ": size"));
-    PF_ASSIGN_OR_RETURN(p.max_pixels, positive_int(root["size"], "longest_edge", p.max_pixels, path + ": size"));
-  }
-  // Explicit min_pixels / max_pixels win, as in the processors.
-  PF_ASSIGN_OR_RETURN(p.min_pixels, positive_int(root, "min_pixels", p.min_pixels, path));
-  PF_ASSIGN_OR_RETURN(p.max_pixels, positive_int(root, "max_pixels", p.max_pixels, path));
-  PF_CHECK(p.min_pixels <= p.max_pixels, Code::kInvalidModel, path, ": min_pixels ", p.min_pixels,
-           " exceeds max_pixels ", p.max_pixels);
+  const bool glm = p.resize == ResizeVariant::kGlm4v;
+  PF_RETURN_IF_ERROR(read_smart_resize(
+      root, path, Defaults{&kClipMean, &kClipStd, 14, glm ? 112 * 112 : 56 * 56, glm ? 28 * 28 * 15000 : 28 * 28 * 1280}, p));
   return p;
+}
+
+Result<VideoResize> load_video_preprocessor_config(const std::string& path, const Preprocessing& image,
+                                                   const std::string& image_path) {
+  PF_ASSIGN_OR_RETURN(const json root, load_json_object(path, "the video preprocessor config"));
+  PF_ASSIGN_OR_RETURN(const std::string processor, processor_type(root, "video_processor_type", path));
+  VideoResize video;
+  Defaults d{&kClipMean, &kClipStd, 14, 128 * 28 * 28, 28 * 28 * 768};  // Qwen2VLVideoProcessor
+  if (starts_with(processor, "Qwen3VL")) {
+    video.variant = ResizeVariant::kGlm4v;
+    d = Defaults{&kHalf, &kHalf, 16, 128 * 32 * 32, 32 * 32 * 768};
+  } else if (starts_with(processor, "Glm4v")) {
+    video.variant = ResizeVariant::kGlm4v;
+    d = Defaults{&kClipMean, &kClipStd, 14, 112 * 112, 28 * 28 * 2 * 30000};
+  } else {
+    PF_CHECK(starts_with(processor, "Qwen2VL"), Code::kInvalidModel, path, ": video_processor_type '", processor,
+             "' is not one patchfuse reproduces (Qwen2VLVideoProcessor, Qwen3VLVideoProcessor, Glm4vVideoProcessor)");
+  }
+  Preprocessing v;
+  PF_RETURN_IF_ERROR(read_normalization(root, path, processor, d.mean, d.std, v));
+  PF_RETURN_IF_ERROR(read_smart_resize(root, path, d, v));
+  // One set of folded weights serves images and videos, so everything but the sizing must agree.
+  const auto differs = [&](const char* key, const std::string& here, const std::string& there) {
+    return make_error(Code::kInvalidModel, cat(path, ": ", key, " ", here, " disagrees with ", image_path, "'s ", there,
+                                               "; patchfuse needs one normalization and patch shape for images and videos"));
+  };
+  if (v.mean != image.mean) return differs("image_mean", floats(v.mean), floats(image.mean));
+  if (v.std != image.std) return differs("image_std", floats(v.std), floats(image.std));
+  if (v.rescale_factor != image.rescale_factor) {
+    return differs("rescale_factor", cat(v.rescale_factor), cat(image.rescale_factor));
+  }
+  for (auto [key, here, there] : {std::tuple{"patch_size", v.patch_size, image.patch_size},
+                                  std::tuple{"temporal_patch_size", v.temporal_patch_size, image.temporal_patch_size},
+                                  std::tuple{"merge_size", v.merge_size, image.merge_size}}) {
+    if (here != there) return differs(key, cat(here), cat(there));
+  }
+  video.min_pixels = v.min_pixels;
+  video.max_pixels = v.max_pixels;
+  if (starts_with(processor, "Qwen3VL")) {
+    PF_ASSIGN_OR_RETURN(video.cap_pixels_per_frame, flag(root, "cap_pixels_per_frame", path, false));
+  }
+  return video;
 }
 
 }  // namespace patchfuse

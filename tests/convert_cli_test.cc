@@ -173,6 +173,23 @@ TEST(ConvertCli, ProcessorWithoutAFixedSizeIsNoted) {
   EXPECT_TRUE(j["modules"][0]["preprocessing"].is_null());
 }
 
+// inspect shows how videos are sized: the stored video rule, or "as images" without one.
+TEST(ConvertCli, InspectShowsTheVideoRule) {
+  TempDir dir;
+  for (const char* preset : {"qwen2_vl", "qwen3_vl"}) {
+    const std::string model = dir / (std::string(preset) + ".pfb");
+    ASSERT_EQ(convert_cli("convert " + std::string(PATCHFUSE_FRAMES_DIR) + "/" + preset + " -o " + model).exit_code, 0);
+    const auto video = nlohmann::json::parse(convert_cli("inspect --json " + model).out)["modules"][0]["preprocessing"]["video"];
+    if (std::string(preset) == "qwen2_vl") {
+      EXPECT_EQ(video, "as images");
+    } else {
+      EXPECT_EQ(video, nlohmann::json::parse(R"({"smart_resize": "glm4v", "min_pixels": 131072, "max_pixels": 786432,
+                                                 "cap_pixels_per_frame": false})"));
+      EXPECT_NE(convert_cli("inspect " + model).out.find(R"("video":{"smart_resize":"glm4v")"), std::string::npos);
+    }
+  }
+}
+
 TEST(ConvertCli, OriginalLayoutWithFusionDisabled) {
   TempDir dir;
   make_sample(dir / "ckpt", "glm4v", DType::kBF16, 1, 32);

@@ -3,6 +3,8 @@
 // Face's processor made from the same frames (tests/fixtures/frames/make_frames.py). Also the
 // gather order itself, strided and page-boundary frames, and the refusals.
 #include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -253,6 +255,36 @@ TEST_P(FramesTest, WrongSizesAndArgumentsAreRefused) {
   EXPECT_EQ(pf_session_run_frames(s->get(), &p, 1, f.height, f.width, f.width * 3, nullptr, &g), PF_INVALID_ARGUMENT);
 }
 
+// pf_model_video_frame_size applies the stored video rule: Qwen3-VL's fixture has a
+// video_preprocessor_config.json (Qwen3VLVideoProcessor's formula and bounds; expected sizes from
+// Python in smart_resize.json), Qwen2-VL's has none, so its videos are sized like its images.
+TEST_P(FramesTest, VideoFrameSizeFollowsTheStoredRule) {
+  const bool qwen3 = std::string(GetParam()) == "qwen3_vl";
+  const auto table = nlohmann::json::parse(testing::read_bytes(kFixtures + "/smart_resize.json"));
+  size_t checked = 0;
+  for (const auto& row : table) {
+    const int64_t h = row["height"], w = row["width"];
+    if (!qwen3) {
+      if (row.contains("frames")) continue;
+      auto video = model_->video_frame_size(0, 7, h, w);
+      auto image = model_->frame_size(0, h, w);
+      ASSERT_TRUE(video && image) << row.dump();
+      EXPECT_EQ(*video, *image) << row.dump();
+      ++checked;
+    } else if (row.contains("frames") && row["variant"] == "glm4v" && row["patch_size"] == 16 && !row["cap"]) {
+      auto got = model_->video_frame_size(0, row["frames"], h, w);
+      ASSERT_TRUE(got) << row.dump() << ": " << got.error();
+      EXPECT_EQ(got->first, row["resized"][0].get<int64_t>()) << row.dump();
+      EXPECT_EQ(got->second, row["resized"][1].get<int64_t>()) << row.dump();
+      ++checked;
+    }
+  }
+  EXPECT_GT(checked, 50u);
+  const auto one = model_->video_frame_size(0, 1, 480, 640);
+  EXPECT_EQ(static_cast<bool>(one), !qwen3) << "Qwen3-VL's video processor refuses fewer than temporal_patch_size frames";
+  EXPECT_FALSE(model_->video_frame_size(0, 0, 480, 640));
+}
+
 INSTANTIATE_TEST_SUITE_P(Presets, FramesTest, ::testing::Values("qwen2_vl", "qwen3_vl"));
 
 // A model converted without preprocessor_config.json takes pixel_values only; the frames API says why.
@@ -278,6 +310,7 @@ TEST(Frames, ModelWithoutPreprocessingIsRefused) {
   EXPECT_EQ(pf_session_run_frames(s->get(), &p, 1, 56, 56, 56 * 3, y.data(), &g), PF_UNSUPPORTED);
   EXPECT_NE(std::string(pf_last_error()).find("has no preprocessing"), std::string::npos) << pf_last_error();
   EXPECT_FALSE(m->frame_size(0, 100, 100));
+  EXPECT_FALSE(m->video_frame_size(0, 4, 100, 100));
 }
 
 }  // namespace

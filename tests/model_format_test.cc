@@ -248,6 +248,12 @@ TEST(ModelFormat, FixedSizePreprocessingIsStoredAndChecked) {
   m.preprocessing->merge_size = 2;
   EXPECT_NE(read_error(build({m})).find("fixed-size preprocessing has merge_size 2 and temporal_patch_size 1; both must be 1"),
             std::string::npos);
+  m.preprocessing->merge_size = 1;
+  // A stored video rule: read back as written, its enum and its rule checked like the image's.
+  m.preprocessing->video = VideoResize{static_cast<ResizeVariant>(7), 1, 2, false};
+  EXPECT_NE(read_error(build({m})).find("preprocessing video resize value 7 is not qwen2_vl or glm4v"), std::string::npos);
+  m.preprocessing->video = VideoResize{ResizeVariant::kGlm4v, 1, 2, false};
+  EXPECT_NE(read_error(build({m})).find("fixed-size preprocessing has a video resize"), std::string::npos);
 }
 
 }  // namespace

@@ -4,10 +4,12 @@
 // preprocessor_config.json.
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <nlohmann/json.hpp>
 
 #include "converter/convert.h"
 #include "converter/preprocessor_config.h"
+#include "runtime/model/model_file.h"
 #include "runtime/frames/preprocessing.h"
 #include "tests/support/geometry.h"
 #include "tests/support/test_util.h"
@@ -19,19 +21,52 @@ const std::string kFixtures = PATCHFUSE_FRAMES_DIR;
 
 TEST(Preprocessing, SmartResizeMatchesPython) {
   const auto table = nlohmann::json::parse(testing::read_bytes(kFixtures + "/smart_resize.json"));
-  ASSERT_GT(table.size(), 50u);
+  size_t videos = 0;
   for (const auto& row : table) {
     Preprocessing p;
-    p.resize = row["variant"] == "glm4v" ? ResizeVariant::kGlm4v : ResizeVariant::kQwen2Vl;
+    const ResizeVariant variant = row["variant"] == "glm4v" ? ResizeVariant::kGlm4v : ResizeVariant::kQwen2Vl;
     p.patch_size = row["patch_size"];
-    p.min_pixels = row["min_pixels"];
-    p.max_pixels = row["max_pixels"];
     const int64_t h = row["height"], w = row["width"];
-    auto got = smart_resize(p, h, w);
+    Result<std::pair<int64_t, int64_t>> got = make_error(Code::kInternal, "not computed");
+    if (row.contains("frames")) {  // a video: the video rule; the image rule must not matter
+      ++videos;
+      p.min_pixels = 1;
+      p.max_pixels = 2;
+      p.video = VideoResize{variant, row["min_pixels"], row["max_pixels"], row["cap"]};
+      got = video_resize_target(p, row["frames"], h, w);
+    } else {
+      p.resize = variant;
+      p.min_pixels = row["min_pixels"];
+      p.max_pixels = row["max_pixels"];
+      got = smart_resize(p, h, w);
+    }
     ASSERT_TRUE(got.ok()) << row.dump() << ": " << got.error().message;
     EXPECT_EQ(got->first, row["resized"][0].get<int64_t>()) << row.dump();
     EXPECT_EQ(got->second, row["resized"][1].get<int64_t>()) << row.dump();
   }
+  EXPECT_GT(table.size() - videos, 50u);
+  EXPECT_GT(videos, 300u);
+}
+
+// A video without a stored video rule is sized by the image rule (transformers without a video
+// config); Qwen3-VL's and GLM-4V's video rule refuses fewer than temporal_patch_size frames, as
+// transformers does; a Conv2d model sizes each frame as an image.
+TEST(Preprocessing, VideoSizingRules) {
+  Preprocessing p;
+  p.min_pixels = 56 * 56;
+  p.max_pixels = 28 * 28 * 1280;
+  EXPECT_EQ(*video_resize_target(p, 8, 1080, 1920), *smart_resize(p, 1080, 1920));
+  p.video = VideoResize{ResizeVariant::kGlm4v, 128 * 28 * 28, 28 * 28 * 768, false};
+  EXPECT_NE(*video_resize_target(p, 8, 1080, 1920), *smart_resize(p, 1080, 1920));
+  auto one = video_resize_target(p, 1, 1080, 1920);
+  ASSERT_FALSE(one.ok());
+  EXPECT_NE(one.error().message.find("1 frames; this video processor needs at least temporal_patch_size = 2"),
+            std::string::npos) << one.error().message;
+  EXPECT_FALSE(video_resize_target(p, 0, 1080, 1920).ok());
+  p.resize = ResizeVariant::kFixed;
+  p.video.reset();
+  p.fixed_height = p.fixed_width = 384;
+  EXPECT_EQ(*video_resize_target(p, 8, 1080, 1920), std::make_pair(int64_t{384}, int64_t{384}));
 }
 
 TEST(Preprocessing, SmartResizeRefusesExtremeAspectRatios) {
@@ -76,6 +111,15 @@ TEST(Preprocessing, RuleTiesPreprocessingToTheWeights) {
   q = p;
   q.min_pixels = 20;
   EXPECT_NE(error_of(q).find("min_pixels 20 and max_pixels 10"), std::string::npos);
+  q = p;
+  q.video = VideoResize{ResizeVariant::kGlm4v, 1, 10, true};
+  EXPECT_EQ(error_of(q), "(accepted)");
+  q.video->min_pixels = 11;
+  EXPECT_NE(error_of(q).find("video min_pixels 11 and max_pixels 10"), std::string::npos) << error_of(q);
+  q.video = VideoResize{ResizeVariant::kQwen2Vl, 1, 10, true};
+  EXPECT_NE(error_of(q).find("caps video pixels per frame with the qwen2_vl video resize"), std::string::npos);
+  q.video = VideoResize{ResizeVariant::kFixed, 1, 10, false};
+  EXPECT_NE(error_of(q).find("video resize fixed must be qwen2_vl or glm4v"), std::string::npos);
 }
 
 class PreprocessorConfig : public ::testing::Test {
@@ -124,6 +168,96 @@ TEST_F(PreprocessorConfig, ContradictionsAndBadValuesAreErrors) {
   EXPECT_NE(convert_with("[1, 2]").find("preprocessor_config.json: not a JSON object"), std::string::npos);
   EXPECT_NE(convert_with(R"({"min_pixels": 100, "max_pixels": 10})").find("min_pixels 100 exceeds max_pixels 10"),
             std::string::npos);
+}
+
+// video_preprocessor_config.json: the video processor's own defaults and keys; one normalization and
+// patch shape for images and videos, so a disagreement is an error naming both files and values.
+TEST_F(PreprocessorConfig, VideoProcessors) {
+  Preprocessing image = load_preprocessor_config(kFixtures + "/qwen3_vl/preprocessor_config.json", "qwen3_vl").value();
+  const std::string image_path = "pre.json";
+  const auto video = [&](const std::string& text) {
+    testing::write_text(dir_ / "video.json", text);
+    return load_video_preprocessor_config(dir_ / "video.json", image, image_path);
+  };
+  VideoResize v = load_video_preprocessor_config(kFixtures + "/qwen3_vl/video_preprocessor_config.json", image,
+                                                 image_path).value();
+  EXPECT_EQ(v.variant, ResizeVariant::kGlm4v);
+  EXPECT_EQ(v.min_pixels, 128 * 32 * 32);
+  EXPECT_EQ(v.max_pixels, 32 * 32 * 768);
+  EXPECT_FALSE(v.cap_pixels_per_frame);
+  v = video(R"({"video_processor_type": "Qwen3VLVideoProcessor", "cap_pixels_per_frame": true,
+                "size": {"shortest_edge": 4096, "longest_edge": 25165824}})").value();  // 0.5/0.5, P 16 by default
+  EXPECT_TRUE(v.cap_pixels_per_frame);
+  EXPECT_EQ(v.max_pixels, 25165824);
+  EXPECT_FALSE(video(R"({"video_processor_type": "Qwen3VLVideoProcessor", "cap_pixels_per_frame": null})")->cap_pixels_per_frame);
+
+  const auto error_of = [&](const std::string& text) {
+    auto r = video(text);
+    return r.ok() ? std::string("(accepted)") : r.error().message;
+  };
+  EXPECT_NE(error_of(R"({"video_processor_type": "Qwen3VLVideoProcessor", "image_mean": [0.4, 0.5, 0.5]})")
+                .find("video.json: image_mean [0.4, 0.5, 0.5] disagrees with pre.json's [0.5, 0.5, 0.5]"),
+            std::string::npos)
+      << error_of(R"({"video_processor_type": "Qwen3VLVideoProcessor", "image_mean": [0.4, 0.5, 0.5]})");
+  EXPECT_NE(error_of(R"({"video_processor_type": "Qwen3VLVideoProcessor", "merge_size": 1})")
+                .find("merge_size 1 disagrees with pre.json's 2"),
+            std::string::npos);
+  // Qwen2VLVideoProcessor's defaults are CLIP's and P 14: they disagree with this Qwen3-VL image config.
+  EXPECT_NE(error_of(R"({"video_processor_type": "Qwen2VLVideoProcessor"})").find("image_mean"), std::string::npos);
+  EXPECT_NE(error_of(R"({"video_processor_type": "LlavaOnevisionVideoProcessor"})")
+                .find("video_processor_type 'LlavaOnevisionVideoProcessor' is not one patchfuse reproduces"),
+            std::string::npos);
+  EXPECT_NE(error_of(R"({"video_processor_type": "Qwen3VLVideoProcessor", "min_pixels": 10, "max_pixels": 5})")
+                .find("min_pixels 10 exceeds max_pixels 5"),
+            std::string::npos);
+
+  // Qwen2-VL: Qwen2VLVideoProcessor's bounds unless min_pixels / max_pixels are given.
+  image = load_preprocessor_config(kFixtures + "/qwen2_vl/preprocessor_config.json", "qwen2_vl").value();
+  v = video(R"({"video_processor_type": "Qwen2VLVideoProcessor"})").value();
+  EXPECT_EQ(v.variant, ResizeVariant::kQwen2Vl);
+  EXPECT_EQ(v.min_pixels, 128 * 28 * 28);
+  EXPECT_EQ(v.max_pixels, 28 * 28 * 768);
+  v = video(R"({"video_processor_type": "Qwen2VLVideoProcessor", "max_pixels": 200000, "cap_pixels_per_frame": true})").value();
+  EXPECT_EQ(v.max_pixels, 200000);
+  EXPECT_FALSE(v.cap_pixels_per_frame) << "only Qwen3VLVideoProcessor has the option";
+}
+
+// The converter finds video_preprocessor_config.json beside config.json (or --video-preprocessor)
+// and stores the rule; without one, videos are sized like images.
+TEST_F(PreprocessorConfig, ConverterStoresTheVideoRule) {
+  const std::string src = kFixtures + "/qwen3_vl";
+  for (const char* f : {"config.json", "model.safetensors", "preprocessor_config.json", "video_preprocessor_config.json"}) {
+    testing::write_bytes(dir_ / f, testing::read_bytes(src + "/" + f));
+  }
+  ConvertOptions o;
+  o.input = dir_.path();
+  o.output = dir_ / "m.pfb";
+  ASSERT_TRUE(convert_checkpoint(o).ok());
+  const ModelFile model = open_model_file(o.output).value();
+  const std::optional<VideoResize>& v = model.view.modules.at(0).preprocessing->video;
+  ASSERT_TRUE(v.has_value());
+  EXPECT_EQ(v->variant, ResizeVariant::kGlm4v);
+  EXPECT_EQ(v->max_pixels, 32 * 32 * 768);
+
+  std::filesystem::remove(dir_ / "video_preprocessor_config.json");
+  ASSERT_TRUE(convert_checkpoint(o).ok());
+  EXPECT_FALSE(open_model_file(o.output).value().view.modules.at(0).preprocessing->video.has_value());
+
+  testing::write_text(dir_ / "elsewhere.json", R"({"video_processor_type": "Qwen3VLVideoProcessor", "patch_size": 14})");
+  o.video_preprocessor = dir_ / "elsewhere.json";
+  std::filesystem::remove(o.output);
+  auto r = convert_checkpoint(o);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().message.find("elsewhere.json: patch_size 14 disagrees with"), std::string::npos) << r.error().message;
+  EXPECT_FALSE(testing::file_exists(o.output));
+
+  std::filesystem::remove(dir_ / "preprocessor_config.json");
+  r = convert_checkpoint(o);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().message.find("--video-preprocessor " + o.video_preprocessor +
+                                   ": the model has no smart_resize preprocessing for it to go with"),
+            std::string::npos)
+      << r.error().message;
 }
 
 // Fixed-size processors (Conv2d models): the centre crop when there is one, else size; mean and

@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <nlohmann/json.hpp>
 
 #include "converter/sample_checkpoint.h"
 #include "runtime/model/model_view.h"
@@ -183,6 +184,37 @@ TEST_F(RunCli, ImageThroughEveryBackendMatchesPytorch) {
   expect_failure((dir_ / "g.pfb") + " --image " + (dir_ / "x.ppm") + " --output " + out(), "has no preprocessing");
   testing::write_text(dir_ / "bad.png", "not a png");
   expect_failure((dir_ / "f.pfb") + " --image " + (dir_ / "bad.png") + " --output " + out(), "bad.png: cannot decode the image");
+}
+
+// --frames is a video: its frames are sized by the model's video rule (Qwen3-VL's fixture stores
+// Qwen3VLVideoProcessor's, which budgets pixels over the frame count; the expected size is
+// Python's, from smart_resize.json), not by the image rule.
+TEST_F(RunCli, FramesAreSizedByTheVideoRule) {
+  const std::string fixture = std::string(PATCHFUSE_FRAMES_DIR) + "/qwen3_vl";
+  ASSERT_EQ(testing::run_command(std::string(PATCHFUSE_CONVERT_BIN) + " convert " + fixture + " -o " + (dir_ / "f.pfb")).exit_code, 0);
+  const auto table = nlohmann::json::parse(testing::read_bytes(std::string(PATCHFUSE_FRAMES_DIR) + "/smart_resize.json"));
+  std::string want;
+  for (const auto& row : table) {
+    if (row.contains("frames") && row["frames"] == 3 && row["variant"] == "glm4v" && row["patch_size"] == 16 &&
+        !row["cap"] && row["height"] == 480 && row["width"] == 640) {
+      want = "3 frames of 480x640 resized to " + std::to_string(row["resized"][0].get<int>()) + "x" +
+             std::to_string(row["resized"][1].get<int>());
+    }
+  }
+  ASSERT_FALSE(want.empty());
+  testing::write_bytes(dir_ / "f.ppm", [] {
+    std::string ppm = "P6\n640 480\n255\n" + std::string(640 * 480 * 3, '\x60');
+    return std::vector<uint8_t>(ppm.begin(), ppm.end());
+  }());
+  const std::string f = dir_ / "f.ppm";
+  const CommandResult r = run_cli((dir_ / "f.pfb") + " --frames " + f + "," + f + "," + f + " --output " + out() +
+                                  " --backend reference");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find(want), std::string::npos) << want << "\n" << r.out;
+  const CommandResult image = run_cli((dir_ / "f.pfb") + " --image " + f + " --output " + out() + " --backend reference");
+  ASSERT_EQ(image.exit_code, 0) << image.err;
+  EXPECT_EQ(image.out.find(want.substr(want.find(" resized"))), std::string::npos) << "the image rule differs here\n"
+                                                                                    << image.out;
 }
 
 TEST(ToolVersions, EveryToolAnswersVersion) {

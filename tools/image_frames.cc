@@ -23,7 +23,9 @@ Expected<LoadedFrames> load_frames(const std::vector<std::string>& files, const 
     if (out.frames.empty()) {
       out.source_height = static_cast<size_t>(h);
       out.source_width = static_cast<size_t>(w);
-      auto target = model.frame_size(module_index, h, w);
+      // One file is a still image; more are a video, sized by the video processor's rule.
+      auto target = files.size() == 1 ? model.frame_size(module_index, h, w)
+                                      : model.video_frame_size(module_index, files.size(), h, w);
       if (!target) return {target.status(), file + ": " + target.error()};
       out.height = static_cast<size_t>(target->first);
       out.width = static_cast<size_t>(target->second);

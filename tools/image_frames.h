@@ -23,7 +23,8 @@ struct LoadedFrames {
 };
 
 // Decodes every file (all must have the first file's size) and resizes each to the model's
-// smart_resize target for that size. Errors name the file and the reason.
+// target for that size: the image rule for one file, the video rule for several. Errors name the
+// file and the reason.
 Expected<LoadedFrames> load_frames(const std::vector<std::string>& files, const Model& model, size_t module_index);
 
 // Seeded random frames of height x width (for benchmarks).

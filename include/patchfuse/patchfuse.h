@@ -211,6 +211,15 @@ PF_API pf_status pf_session_get_info(const pf_session* session, pf_session_info*
 PF_API pf_status pf_model_frame_size(const pf_model* model, size_t module_index, int64_t height, int64_t width,
                                      int64_t* height_out, int64_t* width_out);
 
+/** The size Hugging Face's video processor resizes each frame of a `frames`-frame video of
+ *  height x width to (video_preprocessor_config.json, stored by the converter; a model converted
+ *  without one sizes video frames like images). Qwen3-VL and GLM-4V budget pixels over the
+ *  frame count and refuse fewer than temporal_patch_size frames. Conv2d models: the fixed size.
+ *  @return PF_OK, PF_INVALID_ARGUMENT (null, index out of range, size or frame count out of range,
+ *          aspect ratio above 200), PF_UNSUPPORTED (the module has no preprocessing). */
+PF_API pf_status pf_model_video_frame_size(const pf_model* model, size_t module_index, size_t frames, int64_t height,
+                                           int64_t width, int64_t* height_out, int64_t* width_out);
+
 /** The grid (and so the output size) for `t` frames of height x width. Qwen2-VL-style models: both
  *  must be multiples of patch_size * merge_size (the message gives the size smart_resize would
  *  use). Conv2d models (SigLIP, CLIP, ViT, ...): at least one patch; like nn.Conv2d the grid is

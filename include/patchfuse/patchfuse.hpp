@@ -89,6 +89,14 @@ class Model {
     if (s != PF_OK) return {s, pf_last_error()};
     return std::make_pair(h, w);
   }
+  // The same for each frame of a `frames`-frame video.
+  Expected<std::pair<int64_t, int64_t>> video_frame_size(size_t module_index, size_t frames, int64_t height,
+                                                         int64_t width) const {
+    int64_t h = 0, w = 0;
+    const pf_status s = pf_model_video_frame_size(handle_.get(), module_index, frames, height, width, &h, &w);
+    if (s != PF_OK) return {s, pf_last_error()};
+    return std::make_pair(h, w);
+  }
   const pf_model* get() const { return handle_.get(); }
 
  private:

@@ -1,5 +1,7 @@
 // The C ABI over the C++ runtime. Every entry point catches everything: no exception crosses
 // this file, and each failure leaves its message in the calling thread's pf_last_error().
+#include <algorithm>
+#include <cstdint>
 #include <cstring>
 #include <exception>
 #include <new>
@@ -95,6 +97,30 @@ pf_precision from_precision(Precision p) {
     case Precision::kInt8: return PF_PRECISION_INT8;
   }
   return PF_PRECISION_F32;
+}
+
+// pf_model_frame_size and pf_model_video_frame_size: the checks they share around `target`.
+template <typename Target>
+pf_status frame_size(const char* fn, const pf_model* model, size_t module_index, int64_t* height_out,
+                     int64_t* width_out, Target target) {
+  return guarded(fn, [&] {
+    if (model == nullptr || height_out == nullptr || width_out == nullptr) {
+      return fail(PF_INVALID_ARGUMENT, cat(fn, ": null argument"));
+    }
+    if (module_index >= model->view.modules.size()) {
+      return fail(PF_INVALID_ARGUMENT, cat(fn, ": module index ", module_index, " is out of range"));
+    }
+    const ModuleView& m = model->view.modules[module_index];
+    if (!m.preprocessing) {
+      return fail(PF_UNSUPPORTED, cat("module ", m.path, " has no preprocessing (convert the checkpoint with its "
+                                      "preprocessor_config.json)"));
+    }
+    Result<std::pair<int64_t, int64_t>> size = target(*m.preprocessing);
+    if (!size.ok()) return fail(size.error());
+    *height_out = size->first;
+    *width_out = size->second;
+    return PF_OK;
+  });
 }
 
 }  // namespace
@@ -286,23 +312,14 @@ pf_status pf_session_get_info(const pf_session* session, pf_session_info* out) {
 
 pf_status pf_model_frame_size(const pf_model* model, size_t module_index, int64_t height, int64_t width,
                                int64_t* height_out, int64_t* width_out) {
-  return guarded("pf_model_frame_size", [&] {
-    if (model == nullptr || height_out == nullptr || width_out == nullptr) {
-      return fail(PF_INVALID_ARGUMENT, "pf_model_frame_size: null argument");
-    }
-    if (module_index >= model->view.modules.size()) {
-      return fail(PF_INVALID_ARGUMENT, cat("pf_model_frame_size: module index ", module_index, " is out of range"));
-    }
-    const ModuleView& m = model->view.modules[module_index];
-    if (!m.preprocessing) {
-      return fail(PF_UNSUPPORTED, cat("module ", m.path, " has no preprocessing (convert the checkpoint with its "
-                                      "preprocessor_config.json)"));
-    }
-    Result<std::pair<int64_t, int64_t>> size = resize_target(*m.preprocessing, height, width);
-    if (!size.ok()) return fail(size.error());
-    *height_out = size->first;
-    *width_out = size->second;
-    return PF_OK;
+  return frame_size("pf_model_frame_size", model, module_index, height_out, width_out,
+                    [&](const Preprocessing& p) { return resize_target(p, height, width); });
+}
+
+pf_status pf_model_video_frame_size(const pf_model* model, size_t module_index, size_t frames, int64_t height,
+                                     int64_t width, int64_t* height_out, int64_t* width_out) {
+  return frame_size("pf_model_video_frame_size", model, module_index, height_out, width_out, [&](const Preprocessing& p) {
+    return video_resize_target(p, static_cast<int64_t>(std::min<size_t>(frames, INT64_MAX)), height, width);
   });
 }
 

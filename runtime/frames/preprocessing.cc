@@ -47,6 +47,17 @@ Status check_preprocessing(const Preprocessing& p, const ConvGeometry& g, const 
              ": preprocessing min_pixels ", p.min_pixels, " and max_pixels ", p.max_pixels,
              " must satisfy 0 < min_pixels <= max_pixels");
   }
+  if (const auto& v = p.video) {
+    PF_CHECK(p.resize != ResizeVariant::kFixed, Code::kInvalidModel, where,
+             ": fixed-size preprocessing has a video resize; each frame of such a model is one image");
+    PF_CHECK(v->variant == ResizeVariant::kQwen2Vl || v->variant == ResizeVariant::kGlm4v, Code::kInvalidModel, where,
+             ": preprocessing video resize ", resize_variant_name(v->variant), " must be qwen2_vl or glm4v");
+    PF_CHECK(v->min_pixels > 0 && v->min_pixels <= v->max_pixels, Code::kInvalidModel, where,
+             ": preprocessing video min_pixels ", v->min_pixels, " and max_pixels ", v->max_pixels,
+             " must satisfy 0 < min_pixels <= max_pixels");
+    PF_CHECK(!v->cap_pixels_per_frame || v->variant == ResizeVariant::kGlm4v, Code::kInvalidModel, where,
+             ": preprocessing caps video pixels per frame with the qwen2_vl video resize, which has no such option");
+  }
   return {};
 }
 
@@ -55,41 +66,53 @@ namespace {
 // Python's round() on a float: halves go to the even neighbour (the default FP rounding mode).
 int64_t py_round(double v) { return static_cast<int64_t>(std::nearbyint(v)); }
 
-}  // namespace
-
-// Follows transformers' smart_resize functions line by line (qwen2_vl/image_processing_qwen2_vl.py
-// and glm4v/image_processing_glm4v.py), in double like Python's floats.
-Result<std::pair<int64_t, int64_t>> smart_resize(const Preprocessing& p, int64_t height, int64_t width) {
+// Follows transformers' smart_resize functions line by line (qwen2_vl/image_processing_qwen2_vl.py,
+// glm4v/image_processing_glm4v.py, qwen3_vl/video_processing_qwen3_vl.py), in double like Python's
+// floats (also the pixel budgets, so no stored value can overflow an integer). kGlm4v budgets
+// round(frames / tps) * tps frames of h x w; kQwen2Vl one frame.
+Result<std::pair<int64_t, int64_t>> smart_resize_frames(ResizeVariant variant, int64_t factor, int64_t tps,
+                                                        double min_pixels, double max_pixels, int64_t frames,
+                                                        int64_t height, int64_t width) {
   PF_CHECK(height > 0 && width > 0 && height <= (1 << 20) && width <= (1 << 20), Code::kInvalidArgument,
            "smart_resize: image size ", height, "x", width, " must be between 1 and 2^20 on each side");
-  const double factor = static_cast<double>(p.factor());
+  const auto f = static_cast<double>(factor);
   double h = static_cast<double>(height), w = static_cast<double>(width);
-  double t = 1;  // Qwen2-VL budgets pixels of one frame
-  if (p.resize == ResizeVariant::kGlm4v) {
-    t = static_cast<double>(p.temporal_patch_size);  // an image counts as temporal_patch_size frames
-    if (h < factor || w < factor) {
-      const double scale = std::max(factor / h, factor / w);
+  int64_t t_bar = 1;
+  if (variant == ResizeVariant::kGlm4v) {
+    PF_CHECK(frames >= tps, Code::kInvalidArgument, "smart_resize: ", frames,
+             " frames; this video processor needs at least temporal_patch_size = ", tps,
+             " (use a still image for one frame)");
+    t_bar = py_round(static_cast<double>(frames) / static_cast<double>(tps)) * tps;
+    if (h < f || w < f) {  // images smaller than one merge block are first scaled up
+      const double scale = std::max(f / h, f / w);
       h = std::trunc(h * scale);
       w = std::trunc(w * scale);
     }
   }
   PF_CHECK(std::max(h, w) / std::min(h, w) <= 200, Code::kInvalidArgument, "smart_resize: image size ", height, "x",
            width, " has an aspect ratio above 200");
-  int64_t h_bar = py_round(h / factor) * p.factor();
-  int64_t w_bar = py_round(w / factor) * p.factor();
-  // GLM-4V's t_bar = round(num_frames / temporal_factor) * temporal_factor with num_frames =
-  // temporal_factor for an image, i.e. t itself.
-  const double pixels = t * static_cast<double>(h_bar) * static_cast<double>(w_bar);
-  if (pixels > static_cast<double>(p.max_pixels)) {
-    const double beta = std::sqrt(t * h * w / static_cast<double>(p.max_pixels));
-    h_bar = std::max(p.factor(), static_cast<int64_t>(std::floor(h / beta / factor)) * p.factor());
-    w_bar = std::max(p.factor(), static_cast<int64_t>(std::floor(w / beta / factor)) * p.factor());
-  } else if (pixels < static_cast<double>(p.min_pixels)) {
-    const double beta = std::sqrt(static_cast<double>(p.min_pixels) / (t * h * w));
-    h_bar = static_cast<int64_t>(std::ceil(h * beta / factor)) * p.factor();
-    w_bar = static_cast<int64_t>(std::ceil(w * beta / factor)) * p.factor();
+  int64_t h_bar = py_round(h / f) * factor;
+  int64_t w_bar = py_round(w / f) * factor;
+  const double t = variant == ResizeVariant::kGlm4v ? static_cast<double>(frames) : 1.0;
+  const double pixels = static_cast<double>(t_bar) * static_cast<double>(h_bar) * static_cast<double>(w_bar);
+  if (pixels > max_pixels) {
+    const double beta = std::sqrt(t * h * w / max_pixels);
+    h_bar = std::max(factor, static_cast<int64_t>(std::floor(h / beta / f)) * factor);
+    w_bar = std::max(factor, static_cast<int64_t>(std::floor(w / beta / f)) * factor);
+  } else if (pixels < min_pixels) {
+    const double beta = std::sqrt(min_pixels / (t * h * w));
+    h_bar = static_cast<int64_t>(std::ceil(h * beta / f)) * factor;
+    w_bar = static_cast<int64_t>(std::ceil(w * beta / f)) * factor;
   }
   return std::make_pair(h_bar, w_bar);
+}
+
+}  // namespace
+
+// An image: GLM-4V's processor counts it as temporal_patch_size frames.
+Result<std::pair<int64_t, int64_t>> smart_resize(const Preprocessing& p, int64_t height, int64_t width) {
+  return smart_resize_frames(p.resize, p.factor(), p.temporal_patch_size, static_cast<double>(p.min_pixels),
+                             static_cast<double>(p.max_pixels), p.temporal_patch_size, height, width);
 }
 
 Result<std::pair<int64_t, int64_t>> resize_target(const Preprocessing& p, int64_t height, int64_t width) {
@@ -97,6 +120,23 @@ Result<std::pair<int64_t, int64_t>> resize_target(const Preprocessing& p, int64_
   PF_CHECK(height > 0 && width > 0, Code::kInvalidArgument, "resize: image size ", height, "x", width,
            " must be positive");
   return std::make_pair(p.fixed_height, p.fixed_width);
+}
+
+Result<std::pair<int64_t, int64_t>> video_resize_target(const Preprocessing& p, int64_t frames, int64_t height,
+                                                        int64_t width) {
+  PF_CHECK(frames >= 1 && frames <= (1 << 20), Code::kInvalidArgument, "video: ", frames,
+           " frames; a video has between 1 and 2^20 frames");
+  if (p.resize == ResizeVariant::kFixed) return resize_target(p, height, width);
+  const VideoResize v = p.video.value_or(VideoResize{p.resize, p.min_pixels, p.max_pixels, false});
+  auto max_pixels = static_cast<double>(v.max_pixels);
+  if (v.cap_pixels_per_frame) {
+    const double f = static_cast<double>(p.factor()), frame_cap = 768 * f * f;
+    const double floor_pixels = std::trunc(static_cast<double>(v.min_pixels) * 1.05);
+    max_pixels = std::max(std::min(frame_cap, static_cast<double>(v.max_pixels / frames)), floor_pixels) *
+                 static_cast<double>(frames);
+  }
+  return smart_resize_frames(v.variant, p.factor(), p.temporal_patch_size, static_cast<double>(v.min_pixels),
+                             max_pixels, frames, height, width);
 }
 
 Result<FrameGrid> frame_grid(const Preprocessing& p, size_t frames, size_t height, size_t width) {

@@ -9,6 +9,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -32,6 +33,20 @@ const char* resize_variant_name(ResizeVariant v);  // "qwen2_vl", "glm4v", "fixe
 constexpr int kPixelCentre = 128;
 constexpr double kPixelScale = 1.0 / 256;
 
+// How a video's frames are sized (video_preprocessor_config.json). kQwen2Vl: Qwen2VLVideoProcessor
+// (Qwen2-VL, Qwen2.5-VL, Omni), the image smart_resize with the video's own bounds. kGlm4v:
+// Glm4vVideoProcessor's and Qwen3VLVideoProcessor's smart_resize, which budgets
+// round(frames / temporal_patch_size) * temporal_patch_size * h * w over the video's frame count.
+// cap_pixels_per_frame: Qwen3VLVideoProcessor's option (after qwen-vl-utils) that first lowers
+// max_pixels to max(min(768 * factor^2, max_pixels // frames), int(min_pixels * 1.05)) * frames.
+// Without one (no video_preprocessor_config.json, or an older .pfb) videos are sized by the image
+// rule, as transformers does when a checkpoint has no video config.
+struct VideoResize {
+  ResizeVariant variant = ResizeVariant::kQwen2Vl;
+  int64_t min_pixels = 0, max_pixels = 0;
+  bool cap_pixels_per_frame = false;
+};
+
 struct Preprocessing {
   std::vector<float> mean, std;  // per channel, applied as (u8 * rescale_factor - mean[c]) / std[c]
   float rescale_factor = 1.0f / 255.0f;
@@ -39,14 +54,16 @@ struct Preprocessing {
   int64_t min_pixels = 0, max_pixels = 0;  // smart_resize bounds
   ResizeVariant resize = ResizeVariant::kQwen2Vl;
   int64_t fixed_height = 0, fixed_width = 0;  // kFixed's size
+  std::optional<VideoResize> video;            // smart_resize variants only; none: as images
 
   int64_t factor() const { return patch_size * merge_size; }  // smart_resize's frame sides are multiples of this
 };
 
 // The one rule for a stored preprocessing: sizes positive, patch_size == kernel h and w,
 // temporal_patch_size == kernel t (1 for a Conv2d), one mean and std per input channel, every std
-// non-zero and finite; 0 < min_pixels <= max_pixels for smart_resize, a positive size for kFixed,
-// whose merge and temporal sizes are 1. `where` prefixes the message.
+// non-zero and finite; 0 < min_pixels <= max_pixels for smart_resize (the video rule's too, a
+// smart_resize variant, capped only with kGlm4v), a positive size for kFixed, whose merge and
+// temporal sizes are 1. `where` prefixes the message.
 Status check_preprocessing(const Preprocessing& p, const ConvGeometry& g, const std::string& where);
 
 // transformers' smart_resize of the variant (kQwen2Vl or kGlm4v), with Python's round-half-to-even.
@@ -55,6 +72,12 @@ Result<std::pair<int64_t, int64_t>> smart_resize(const Preprocessing& p, int64_t
 // The frame size Hugging Face resizes an image of height x width to, as (height, width): the
 // variant's smart_resize, or the fixed size.
 Result<std::pair<int64_t, int64_t>> resize_target(const Preprocessing& p, int64_t height, int64_t width);
+
+// The same for each frame of a `frames`-frame video: the video rule's smart_resize (kGlm4v refuses
+// fewer than temporal_patch_size frames, as transformers does), or the fixed size (each frame of a
+// Conv2d model is one image).
+Result<std::pair<int64_t, int64_t>> video_resize_target(const Preprocessing& p, int64_t frames, int64_t height,
+                                                        int64_t width);
 
 // image_grid_thw for `frames` frames of height x width. smart_resize variants: sides must be
 // multiples of factor(); grid.t = ceil(frames / temporal_patch_size), an odd count repeating the

@@ -133,6 +133,12 @@ Result<ModuleView> read_module(const fb::Module* m, const std::string& origin, c
     pre.resize = static_cast<ResizeVariant>(p->resize());
     pre.fixed_height = p->fixed_height();
     pre.fixed_width = p->fixed_width();
+    if (const fb::VideoResize* v = p->video()) {
+      PF_CHECK(v->resize() >= fb::ResizeVariant_MIN && v->resize() <= fb::ResizeVariant_MAX, Code::kInvalidModel,
+               where, ": preprocessing video resize value ", static_cast<int>(v->resize()), " is not qwen2_vl or glm4v");
+      pre.video = VideoResize{static_cast<ResizeVariant>(v->resize()), v->min_pixels(), v->max_pixels(),
+                              v->cap_pixels_per_frame()};
+    }
     PF_RETURN_IF_ERROR(check_preprocessing(pre, v.geometry, where));
     v.preprocessing = std::move(pre);
   }

@@ -34,6 +34,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         if (pf_session_run(s, x.data(), n, y.data()) != PF_OK) __builtin_trap();
         if (info.has_preprocessing) {
           int64_t side = 0, unused = 0;  // smart_resize of a 1x1 image: at least one merge block
+          pf_model_video_frame_size(model, i, 4, 1080, 1920, &side, &unused);  // any stored video rule
           if (pf_model_frame_size(model, i, 1, 1, &side, &unused) == PF_OK && side > 0 && side <= 256) {
             pf_grid g{};
             const size_t sz = static_cast<size_t>(side);
