@@ -3,7 +3,9 @@
 #include "converter/architectures.h"
 #include "converter/json_file.h"
 
+#include <cmath>
 #include <fstream>
+#include <limits>
 #include <optional>
 #include <tuple>
 #include <nlohmann/json.hpp>
@@ -30,14 +32,22 @@ Result<bool> flag(const json& root, const char* key, const std::string& path, bo
   return root[key].get<bool>();
 }
 
+// A number stored as f32: finite and within f32's range (a larger double has no f32 value).
+Result<float> f32_number(const json& v, const char* key, const std::string& path) {
+  const double d = v.is_number() ? v.get<double>() : 0.0;
+  PF_CHECK(v.is_number() && std::isfinite(d) && std::fabs(d) <= std::numeric_limits<float>::max(),
+           Code::kInvalidModel, path, ": ", key, " must hold finite numbers within float range, got ", v.dump());
+  return static_cast<float>(d);
+}
+
 Result<std::vector<float>> numbers(const json& root, const char* key, std::vector<float> fallback, const std::string& path) {
   if (!root.contains(key)) return fallback;
   const json& v = root[key];
   PF_CHECK(v.is_array() && !v.empty(), Code::kInvalidModel, path, ": ", key, " must be a list of numbers, got ", v.dump());
   std::vector<float> out;
   for (const json& x : v) {
-    PF_CHECK(x.is_number(), Code::kInvalidModel, path, ": ", key, " must be a list of numbers, got ", v.dump());
-    out.push_back(x.get<float>());
+    PF_ASSIGN_OR_RETURN(const float f, f32_number(x, key, path));
+    out.push_back(f);
   }
   return out;
 }
@@ -91,9 +101,7 @@ Status read_normalization(const json& root, const std::string& path, const std::
   PF_ASSIGN_OR_RETURN(p.mean, numbers(root, "image_mean", mean ? *mean : std::vector<float>(), path));
   PF_ASSIGN_OR_RETURN(p.std, numbers(root, "image_std", std ? *std : std::vector<float>(), path));
   if (root.contains("rescale_factor")) {
-    PF_CHECK(root["rescale_factor"].is_number(), Code::kInvalidModel, path, ": rescale_factor must be a number, got ",
-             root["rescale_factor"].dump());
-    p.rescale_factor = root["rescale_factor"].get<float>();
+    PF_ASSIGN_OR_RETURN(p.rescale_factor, f32_number(root["rescale_factor"], "rescale_factor", path));
   }
   PF_ASSIGN_OR_RETURN(const bool do_rescale, flag(root, "do_rescale", path));
   PF_ASSIGN_OR_RETURN(const bool do_normalize, flag(root, "do_normalize", path));

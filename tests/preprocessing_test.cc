@@ -166,6 +166,11 @@ TEST_F(PreprocessorConfig, ContradictionsAndBadValuesAreErrors) {
   EXPECT_NE(convert_with(R"({"merge_size": "two"})").find("merge_size must be a positive integer, got \"two\""), std::string::npos);
   EXPECT_NE(convert_with(R"({"image_std": [0.5, 0, 0.5]})").find("image_std[1] = 0"), std::string::npos);
   EXPECT_NE(convert_with("[1, 2]").find("preprocessor_config.json: not a JSON object"), std::string::npos);
+  EXPECT_NE(convert_with(R"({"image_mean": [0.5, 1e39, 0.5]})").find("image_mean must hold finite numbers within float range, got 1e+39"),
+            std::string::npos)
+      << convert_with(R"({"image_mean": [0.5, 1e39, 0.5]})");
+  EXPECT_NE(convert_with(R"({"rescale_factor": "1/255"})").find("rescale_factor must hold finite numbers within float range, got \"1/255\""),
+            std::string::npos);
   EXPECT_NE(convert_with(R"({"min_pixels": 100, "max_pixels": 10})").find("min_pixels 100 exceeds max_pixels 10"),
             std::string::npos);
 }
