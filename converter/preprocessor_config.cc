@@ -193,6 +193,8 @@ Result<VideoResize> load_video_preprocessor_config(const std::string& path, cons
                                                    const std::string& image_path) {
   PF_ASSIGN_OR_RETURN(const json root, load_json_object(path, "the video preprocessor config"));
   PF_ASSIGN_OR_RETURN(const std::string processor, processor_type(root, "video_processor_type", path));
+  PF_CHECK(!processor.empty(), Code::kInvalidModel, path,
+           ": video_processor_type is missing; it says how the video processor sizes frames");
   VideoResize video;
   Defaults d{&kClipMean, &kClipStd, 14, 128 * 28 * 28, 28 * 28 * 768};  // Qwen2VLVideoProcessor
   if (starts_with(processor, "Qwen3VL")) {

@@ -212,6 +212,8 @@ TEST_F(PreprocessorConfig, VideoProcessors) {
   EXPECT_NE(error_of(R"({"video_processor_type": "LlavaOnevisionVideoProcessor"})")
                 .find("video_processor_type 'LlavaOnevisionVideoProcessor' is not one patchfuse reproduces"),
             std::string::npos);
+  EXPECT_NE(error_of(R"({"size": {"shortest_edge": 4096}})").find("video.json: video_processor_type is missing"),
+            std::string::npos);
   EXPECT_NE(error_of(R"({"video_processor_type": "Qwen3VLVideoProcessor", "min_pixels": 10, "max_pixels": 5})")
                 .find("min_pixels 10 exceeds max_pixels 5"),
             std::string::npos);
