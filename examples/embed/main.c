@@ -74,6 +74,10 @@ int main(int argc, char** argv) {
     for (int64_t i = 0; i < side * width * 3; ++i) frame[i] = (uint8_t)((i * 7919) % 251);
     printf("input: one %lldx%lld RGB frame -> image_grid_thw [%lld, %lld, %lld]\n", (long long)side, (long long)width,
            (long long)g.t, (long long)g.h, (long long)g.w);
+    /* A video's frames are sized by the video processor's rule, which may depend on the count. */
+    int64_t vh = 0, vw = 0;
+    if (pf_model_video_frame_size(model, 0, 8, 1080, 1920, &vh, &vw) != PF_OK) return fail("video frame size");
+    printf("an 8-frame 1080x1920 video would be resized to %lldx%lld\n", (long long)vh, (long long)vw);
   } else {
     pixels = malloc(n * (size_t)info.patch_volume * sizeof(float));
     for (size_t i = 0; i < n * (size_t)info.patch_volume; ++i) pixels[i] = (float)((int)(i % 97) - 48) / 48.0f;
