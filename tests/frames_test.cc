@@ -295,9 +295,7 @@ TEST(Frames, ModelWithoutPreprocessingIsRefused) {
   o.output = dir / "m.pfb";
   auto r = convert_checkpoint(o);
   ASSERT_TRUE(r.ok()) << r.error().message;
-  bool noted = false;
-  for (const std::string& n : r->notes) noted |= n.find("takes pixel_values only") != std::string::npos;
-  EXPECT_TRUE(noted);
+  EXPECT_TRUE(testing::has_note(r->notes, "takes pixel_values only"));
   auto m = Model::open_file(o.output);
   ASSERT_TRUE(m);
   EXPECT_EQ(m->module(0).has_preprocessing, 0);

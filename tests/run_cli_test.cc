@@ -35,6 +35,13 @@ class RunCli : public ::testing::Test {
     ASSERT_EQ(c.exit_code, 0) << c.err;
     ASSERT_EQ(std::system(("mkdir -p '" + (dir_ / "out") + "'").c_str()), 0);
   }
+  // Converts `checkpoint` with patchfuse-convert to dir_/name (callers wrap it in
+  // ASSERT_NO_FATAL_FAILURE).
+  void convert(const std::string& checkpoint, const std::string& name) {
+    const CommandResult c =
+        testing::run_command(std::string(PATCHFUSE_CONVERT_BIN) + " convert " + checkpoint + " -o " + (dir_ / name));
+    ASSERT_EQ(c.exit_code, 0) << c.err;
+  }
   std::string model() const { return dir_ / "m.pfb"; }
   std::string input() const { return dir_ / "ckpt/pixel_values.npy"; }
   std::string out() const { return dir_ / "out/y.npy"; }
@@ -108,7 +115,7 @@ TEST_F(RunCli, FlatAndFiveDimensionalInputsGiveTheSameOutput) {
 // patchfuse-run on every backend and both paths matches PyTorch's Conv3d (f32: 1e-4 of max|ref|).
 TEST_F(RunCli, EveryBackendAndPathMatchesPytorchGolden) {
   const std::string golden = std::string(PATCHFUSE_GOLDEN_DIR) + "/qwen2_vl_f32";
-  ASSERT_EQ(testing::run_command(std::string(PATCHFUSE_CONVERT_BIN) + " convert " + golden + " -o " + (dir_ / "g.pfb")).exit_code, 0);
+  ASSERT_NO_FATAL_FAILURE(convert(golden, "g.pfb"));
   const std::vector<double> want = read_npy(golden + "/expected.npy").value().to_double();
   int ran = 0;
   for (const char* backend : {"reference", "onednn", "xnnpack"}) {
@@ -150,7 +157,7 @@ TEST_F(RunCli, BadInputs) {
 // each run reports.
 TEST_F(RunCli, ImageThroughEveryBackendMatchesPytorch) {
   const std::string fixture = std::string(PATCHFUSE_FRAMES_DIR) + "/qwen2_vl";
-  ASSERT_EQ(testing::run_command(std::string(PATCHFUSE_CONVERT_BIN) + " convert " + fixture + " -o " + (dir_ / "f.pfb")).exit_code, 0);
+  ASSERT_NO_FATAL_FAILURE(convert(fixture, "f.pfb"));
   const std::vector<double> want = read_npy(fixture + "/expected_image_448.npy").value().to_double();
   int ran = 0;
   for (const char* backend : {"auto", "reference", "onednn", "xnnpack"}) {
@@ -180,7 +187,7 @@ TEST_F(RunCli, ImageThroughEveryBackendMatchesPytorch) {
   EXPECT_NE(r.out.find("1 frame of 60x100 resized to 56x112"), std::string::npos) << r.out;
   std::remove(out().c_str());
   const std::string golden = std::string(PATCHFUSE_GOLDEN_DIR) + "/qwen2_vl_f32";  // no preprocessor_config.json
-  ASSERT_EQ(testing::run_command(std::string(PATCHFUSE_CONVERT_BIN) + " convert " + golden + " -o " + (dir_ / "g.pfb")).exit_code, 0);
+  ASSERT_NO_FATAL_FAILURE(convert(golden, "g.pfb"));
   expect_failure((dir_ / "g.pfb") + " --image " + (dir_ / "x.ppm") + " --output " + out(), "has no preprocessing");
   testing::write_text(dir_ / "bad.png", "not a png");
   expect_failure((dir_ / "f.pfb") + " --image " + (dir_ / "bad.png") + " --output " + out(), "bad.png: cannot decode the image");
@@ -191,7 +198,7 @@ TEST_F(RunCli, ImageThroughEveryBackendMatchesPytorch) {
 // Python's, from smart_resize.json), not by the image rule.
 TEST_F(RunCli, FramesAreSizedByTheVideoRule) {
   const std::string fixture = std::string(PATCHFUSE_FRAMES_DIR) + "/qwen3_vl";
-  ASSERT_EQ(testing::run_command(std::string(PATCHFUSE_CONVERT_BIN) + " convert " + fixture + " -o " + (dir_ / "f.pfb")).exit_code, 0);
+  ASSERT_NO_FATAL_FAILURE(convert(fixture, "f.pfb"));
   const auto table = nlohmann::json::parse(testing::read_bytes(std::string(PATCHFUSE_FRAMES_DIR) + "/smart_resize.json"));
   std::string want;
   for (const auto& row : table) {
@@ -237,7 +244,7 @@ TEST_F(RunCli, UsageErrorsExitTwo) {
 // with their reason.
 TEST_F(RunCli, Int8ImageWithinItsBound) {
   const std::string fixture = std::string(PATCHFUSE_FRAMES_DIR) + "/qwen2_vl";
-  ASSERT_EQ(testing::run_command(std::string(PATCHFUSE_CONVERT_BIN) + " convert " + fixture + " -o " + (dir_ / "f.pfb")).exit_code, 0);
+  ASSERT_NO_FATAL_FAILURE(convert(fixture, "f.pfb"));
   const std::vector<double> want = read_npy(fixture + "/expected_image_448.npy").value().to_double();
   int ran = 0;
   for (const char* backend : {"reference", "onednn", "xnnpack"}) {

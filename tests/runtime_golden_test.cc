@@ -142,9 +142,7 @@ TEST(RuntimeGoldenFrames, NonSquarePatchesTakePixelValuesOnly) {
   o.fusion = {{"conv2d_patch_embeddings", FusionValue{}}};
   auto r = convert_checkpoint(o);
   ASSERT_TRUE(r.ok()) << r.error().message;
-  bool noted = false;
-  for (const std::string& n : r->notes) noted |= n.find("kernel (16,8) is not square") != std::string::npos;
-  EXPECT_TRUE(noted);
+  EXPECT_TRUE(testing::has_note(r->notes, "kernel (16,8) is not square"));
   auto model = Model::open_file(o.output);
   ASSERT_TRUE(model) << model.error();
   EXPECT_EQ(model->module(0).has_preprocessing, 0);

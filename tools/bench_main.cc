@@ -20,6 +20,7 @@
 #include "runtime/core/output_file.h"
 #include "cli/command_line.h"
 #include "tools/image_frames.h"
+#include "tools/output_diff.h"
 #include "tools/machine_info.h"
 #include "cli/npy.h"
 #include "tools/option_names.h"
@@ -268,12 +269,7 @@ int main(int argc, char** argv) {
               m[p].error = ref ? ref->run_frames(frame_ptrs.data(), frame_ptrs.size(), frames.height, frames.width,
                                                  frames.width * 3, want.data())
                                : ref.error();
-              double max_ref = 0, max_err = 0;
-              for (size_t i = 0; i < y.size(); ++i) {
-                max_ref = std::max(max_ref, std::fabs(static_cast<double>(want[i])));
-                max_err = std::max(max_err, std::fabs(static_cast<double>(y[i]) - want[i]));
-              }
-              m[p].int8_error = max_ref > 0 ? max_err / max_ref : 0.0;
+              m[p].int8_error = patchfuse::output_diff(y, want).relative();
             }
             models[p].emplace(std::move(*model));
             sessions[p].emplace(std::move(*session));

@@ -9,6 +9,7 @@
 #include "patchfuse/patchfuse.hpp"
 #include "cli/command_line.h"
 #include "tools/image_frames.h"
+#include "tools/output_diff.h"
 #include "cli/npy.h"
 #include "tools/option_names.h"
 
@@ -17,16 +18,6 @@ namespace {
 int fail(const std::string& message) {
   std::fprintf(stderr, "patchfuse-run: error: %s\n", message.c_str());
   return 1;
-}
-
-// Max |a - b| and max |b| over two outputs of the same size.
-std::pair<double, double> max_diff(const std::vector<float>& a, const std::vector<float>& b) {
-  double diff = 0, ref = 0;
-  for (size_t i = 0; i < a.size(); ++i) {
-    diff = std::max(diff, static_cast<double>(std::fabs(a[i] - b[i])));
-    ref = std::max(ref, static_cast<double>(std::fabs(b[i])));
-  }
-  return {diff, ref};
 }
 
 // What one run needs: the rows it produces and how to compute them on a session.
@@ -159,9 +150,9 @@ int main(int argc, char** argv) {
     std::vector<float> yr(y.size());
     const std::string rerr = job.run(*ref, yr.data());
     if (!rerr.empty()) return fail(rerr);
-    const auto [diff, max_ref] = max_diff(y, yr);
-    std::printf("vs reference backend (f32): max |diff| %.3g = %.3g of max |ref| %.3g\n", diff,
-                max_ref > 0 ? diff / max_ref : 0.0, max_ref);
+    const patchfuse::OutputDiff d = patchfuse::output_diff(y, yr);
+    std::printf("vs reference backend (f32): max |diff| %.3g = %.3g of max |ref| %.3g\n", d.max_diff, d.relative(),
+                d.max_ref);
   }
   return 0;
 }

@@ -58,6 +58,10 @@ std::vector<std::string> list_dir(const std::string& dir) {
   return names;
 }
 
+bool has_note(const std::vector<std::string>& notes, const std::string& needle) {
+  return std::any_of(notes.begin(), notes.end(), [&](const std::string& n) { return n.find(needle) != std::string::npos; });
+}
+
 CommandResult run_command(const std::string& command) {
   TempDir io;
   const std::string full = command + " >'" + (io / "out") + "' 2>'" + (io / "err") + "' </dev/null";

@@ -27,6 +27,8 @@ void write_text(const std::string& path, const std::string& text);
 bool file_exists(const std::string& path);
 // Names in `dir`, sorted (to check that a failed command left nothing behind).
 std::vector<std::string> list_dir(const std::string& dir);
+// Whether any of `notes` (a converter report's) contains `needle`.
+bool has_note(const std::vector<std::string>& notes, const std::string& needle);
 
 struct CommandResult {
   int exit_code;
