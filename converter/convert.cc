@@ -13,6 +13,21 @@ namespace patchfuse {
 
 namespace {
 
+// The flags' semantics, or the defaults: pil for images (Pillow's bytes, what every other result
+// is measured against), torch for videos (transformers' video processors resize with torchvision
+// only) unless torch lacks the filter. torch has nearest, bilinear and bicubic only.
+Status choose_resize_semantics(const ConvertOptions& o, const std::string& path, Preprocessing& p) {
+  const bool torch_ok = torch_has_filter(p.resample);
+  for (const auto& [flag, chosen] : {std::pair{"--resize", o.image_resize}, std::pair{"--video-resize", o.video_resize}}) {
+    PF_CHECK(chosen != ResizeSemantics::kTorch || torch_ok, Code::kInvalidArgument, flag, " torch: ", path,
+             "'s resample ", static_cast<int>(p.resample), " (", resample_name(p.resample),
+             ") is not one of torch's interpolations (nearest, bilinear, bicubic); use pil");
+  }
+  p.image_semantics = o.image_resize.value_or(ResizeSemantics::kPil);
+  p.video_semantics = o.video_resize.value_or(torch_ok ? ResizeSemantics::kTorch : ResizeSemantics::kPil);
+  return {};
+}
+
 // Reads one checkpoint tensor as `to`; notes when the conversion changed any value.
 Result<TensorRecord> read_tensor(Checkpoint& ckpt, const std::string& name, const std::string& new_name,
                                  std::vector<int64_t> new_shape, std::optional<DType> to,
@@ -65,6 +80,7 @@ Result<ConvertReport> convert_checkpoint(const ConvertOptions& o) {
     Result<Preprocessing> loaded = load_preprocessor_config(preprocessor_path, config.model_type);
     if (loaded.ok()) {
       preprocessing = std::move(loaded).value();
+      PF_RETURN_IF_ERROR(choose_resize_semantics(o, preprocessor_path, *preprocessing));
       // Fixed-size processors size each frame as an image; their video configs do not matter.
       const std::string video_path = found(o.video_preprocessor, "video_preprocessor_config.json");
       if (preprocessing->resize != ResizeVariant::kFixed && !video_path.empty()) {
@@ -78,6 +94,9 @@ Result<ConvertReport> convert_checkpoint(const ConvertOptions& o) {
     }
   }
 
+  PF_CHECK((!o.image_resize && !o.video_resize) || preprocessing, Code::kInvalidArgument,
+           "--resize/--video-resize: the model has no preprocessing for them to go with (",
+           preprocessor_path.empty() ? std::string("no preprocessor_config.json") : preprocessor_path, ")");
   PF_CHECK(o.video_preprocessor.empty() || (preprocessing && preprocessing->video), Code::kInvalidArgument,
            "--video-preprocessor ", o.video_preprocessor, ": the model has no smart_resize preprocessing for it to "
            "go with (", preprocessor_path.empty() ? std::string("no preprocessor_config.json") : preprocessor_path, ")");

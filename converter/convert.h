@@ -7,6 +7,7 @@
 
 #include "converter/geometry.h"
 #include "runtime/core/dtype.h"
+#include "runtime/frames/resize.h"
 #include "runtime/rules/fusion_rules.h"
 
 namespace patchfuse {
@@ -20,6 +21,9 @@ struct ConvertOptions {
   FusionConfig fusion;          // the user's entries; merged with the default
   std::optional<DType> dtype;   // nullopt: keep the checkpoint's dtype
   std::optional<GeometryOverride> geometry;
+  // --resize / --video-resize: whose resize arithmetic frames of another size go through.
+  // nullopt: pil for images; torch for videos where torch has the filter, else pil.
+  std::optional<ResizeSemantics> image_resize, video_resize;
 };
 
 struct ConvertReport {

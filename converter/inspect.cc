@@ -36,8 +36,17 @@ ojson preprocessing_json(const std::optional<Preprocessing>& p) {
   ojson j = {{"image_mean", p->mean},        {"image_std", p->std},
              {"rescale_factor", p->rescale_factor}, {"patch_size", p->patch_size},
              {"temporal_patch_size", p->temporal_patch_size}, {"merge_size", p->merge_size}};
+  j["resample"] = resample_name(p->resample);
+  j["do_resize"] = p->do_resize;
+  j["resize"] = {{"image", resize_semantics_name(p->image_semantics)}, {"video", resize_semantics_name(p->video_semantics)}};
   if (p->resize == ResizeVariant::kFixed) {
     j["size"] = {{"height", p->fixed_height}, {"width", p->fixed_width}};
+    if (p->shortest_edge > 0) {
+      j["resize_to"] = {{"shortest_edge", p->shortest_edge}};
+    } else if (p->resize_height > 0) {
+      j["resize_to"] = {{"height", p->resize_height}, {"width", p->resize_width}};
+    }
+    if (p->shortest_edge > 0 || p->resize_height > 0) j["center_crop"] = true;
   } else {
     j["min_pixels"] = p->min_pixels;
     j["max_pixels"] = p->max_pixels;

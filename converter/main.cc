@@ -33,6 +33,11 @@ int main(int argc, char** argv) {
   c->add_option("--preprocessor", convert.preprocessor, "preprocessor_config.json to store (default: the one beside config.json, if any)");
   c->add_option("--video-preprocessor", convert.video_preprocessor,
                 "video_preprocessor_config.json: how videos are sized (default: the one beside config.json, if any; else as images)");
+  std::string image_resize, video_resize;
+  c->add_option("--resize", image_resize, "Resize arithmetic for images of another size: pil (Pillow's bytes, default) or torch")
+      ->check(CLI::IsMember({"pil", "torch"}));
+  c->add_option("--video-resize", video_resize, "The same for video frames (default torch, as transformers' video processors)")
+      ->check(CLI::IsMember({"pil", "torch"}));
   c->add_option("--fusion", fusion_flags, "NAME[=true|false|{options}], repeatable; default patch_embeddings=true; Conv2d models: --fusion conv2d_patch_embeddings");
   c->add_option("--dtype", dtype, "Weight dtype in the model")->check(CLI::IsMember({"keep", "f32", "f16", "bf16"}));
   c->add_option("--geometry", geometry,
@@ -54,6 +59,11 @@ int main(int argc, char** argv) {
 
   if (c->parsed()) {
     convert.fusion = parse_fusion_flags(fusion_flags);
+    const auto semantics = [](const std::string& s) {
+      return s.empty() ? std::nullopt : std::optional(s == "torch" ? ResizeSemantics::kTorch : ResizeSemantics::kPil);
+    };
+    convert.image_resize = semantics(image_resize);
+    convert.video_resize = semantics(video_resize);
     if (dtype == "f32") convert.dtype = DType::kF32;
     if (dtype == "f16") convert.dtype = DType::kF16;
     if (dtype == "bf16") convert.dtype = DType::kBF16;

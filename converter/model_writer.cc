@@ -48,7 +48,10 @@ std::vector<uint8_t> build_model(const std::string& model_type, const std::vecto
       pre = fb::CreatePreprocessing(b, b.CreateVector(p->mean), b.CreateVector(p->std), p->rescale_factor,
                                     static_cast<int32_t>(p->patch_size), static_cast<int32_t>(p->temporal_patch_size),
                                     static_cast<int32_t>(p->merge_size), p->min_pixels, p->max_pixels,
-                                    static_cast<fb::ResizeVariant>(p->resize), p->fixed_height, p->fixed_width, video);
+                                    static_cast<fb::ResizeVariant>(p->resize), p->fixed_height, p->fixed_width, video,
+                                    static_cast<uint8_t>(p->resample), static_cast<fb::ResizeSemantics>(p->image_semantics),
+                                    static_cast<fb::ResizeSemantics>(p->video_semantics), p->do_resize, p->shortest_edge,
+                                    p->resize_height, p->resize_width);
     }
     const ConvGeometry& g = m.geometry;
     auto geometry = fb::CreateGeometry(b, int_vector(b, g.kernel), int_vector(b, g.stride), int_vector(b, g.padding),

@@ -53,7 +53,7 @@ Result<std::vector<float>> numbers(const json& root, const char* key, std::vecto
 }
 
 // A size entry: an int (square) or {"height": h, "width": w}; nullopt for anything else (e.g.
-// {"shortest_edge": s}, which keeps the aspect ratio).
+// {"shortest_edge": s}, which keeps the aspect ratio, or {"longest_edge": l}).
 Result<std::optional<std::pair<int64_t, int64_t>>> fixed_size(const json& root, const char* key, const std::string& path) {
   if (!root.contains(key)) return std::optional<std::pair<int64_t, int64_t>>();
   const json& v = root[key];
@@ -89,6 +89,20 @@ Result<std::string> processor_type(const json& root, const char* key, const std:
 }
 
 bool starts_with(const std::string& s, const char* prefix) { return s.rfind(prefix, 0) == 0; }
+
+// `resample` (Pillow's filter number), or the processor's default: BILINEAR for ViT's and Gemma 3's
+// processors, BICUBIC for the others patchfuse reads (Qwen2-VL, GLM-4V, CLIP, SigLIP, BiT, ...).
+Result<Resample> resample(const json& root, const std::string& processor, const std::string& path) {
+  if (!root.contains("resample") || root["resample"].is_null()) {
+    const bool bilinear = starts_with(processor, "ViTImageProcessor") || starts_with(processor, "Gemma3ImageProcessor");
+    return bilinear ? Resample::kBilinear : Resample::kBicubic;
+  }
+  const json& v = root["resample"];
+  PF_CHECK(v.is_number_integer() && v.get<int64_t>() >= 0 && v.get<int64_t>() <= 5, Code::kInvalidModel, path,
+           ": resample must be one of Pillow's filters 0 (NEAREST), 1 (LANCZOS), 2 (BILINEAR), 3 (BICUBIC), 4 (BOX), "
+           "5 (HAMMING), got ", v.dump());
+  return static_cast<Resample>(v.get<int>());
+}
 
 // image_mean, image_std, rescale_factor, do_rescale, do_normalize: what image and video processors
 // share. `mean`/`std` null: the file must have them.
@@ -163,24 +177,45 @@ Result<Preprocessing> load_preprocessor_config(const std::string& path, const st
   const bool fixed = p.resize == ResizeVariant::kFixed;
   PF_RETURN_IF_ERROR(read_normalization(root, path, processor, fixed ? nullptr : &kClipMean,
                                         fixed ? nullptr : &kClipStd, p));
+  PF_ASSIGN_OR_RETURN(p.resample, resample(root, processor, path));
+  PF_ASSIGN_OR_RETURN(p.do_resize, flag(root, "do_resize", path));
+  // convert("RGB") is what every pixel format goes through; a processor that skips it would feed
+  // the model an image's own channels, which a 3-channel weight takes only as RGB anyway.
+  PF_ASSIGN_OR_RETURN(const bool convert_rgb, flag(root, "do_convert_rgb", path));
+  (void)convert_rgb;
 
   if (fixed) {
     // One image, patches in raster order; the patch size is the weight's (these processors do
-    // not cut patches themselves). The size: the centre crop when there is one, else `size`.
+    // not cut patches themselves). The image is resized to `size` (exact, or its shortest edge),
+    // then centre-cropped to crop_size when do_center_crop; the frame is the crop, else the size.
     p.patch_size = 0;
     p.temporal_patch_size = p.merge_size = 1;
-    PF_ASSIGN_OR_RETURN(const bool crop, flag(root, "do_center_crop", path));
-    std::optional<std::pair<int64_t, int64_t>> size;
-    if (crop && root.contains("do_center_crop")) {
-      PF_ASSIGN_OR_RETURN(size, fixed_size(root, "crop_size", path));
+    PF_CHECK(p.do_resize, Code::kUnsupported, path, ": ", processor,
+             " with do_resize false takes images at their own size, not one fixed size");
+    PF_ASSIGN_OR_RETURN(const bool crop, flag(root, "do_center_crop", path, false));
+    PF_ASSIGN_OR_RETURN(const auto size, fixed_size(root, "size", path));
+    int64_t shortest = 0;
+    if (!size && root.contains("size") && root["size"].is_object() && root["size"].size() == 1 &&
+        root["size"].contains("shortest_edge")) {
+      PF_ASSIGN_OR_RETURN(shortest, positive_int(root["size"], "shortest_edge", 0, path + ": size"));
     }
-    if (!size) {
-      PF_ASSIGN_OR_RETURN(size, fixed_size(root, "size", path));
+    const std::string how = root.contains("size") ? root["size"].dump() : std::string("(no size)");
+    if (crop) {
+      PF_ASSIGN_OR_RETURN(const auto crop_size, fixed_size(root, "crop_size", path));
+      PF_CHECK(crop_size.has_value(), Code::kInvalidModel, path, ": do_center_crop is true but crop_size ",
+               root.contains("crop_size") ? root["crop_size"].dump() : std::string("is missing"),
+               " is not an int or {height, width}");
+      PF_CHECK(size || shortest > 0, Code::kUnsupported, path, ": ", processor, " sizes images by ", how,
+               " before its centre crop, which patchfuse does not reproduce (an int, {height, width} or "
+               "{shortest_edge})");
+      std::tie(p.fixed_height, p.fixed_width) = *crop_size;
+      p.shortest_edge = shortest;
+      if (size) std::tie(p.resize_height, p.resize_width) = *size;
+    } else {
+      PF_CHECK(size.has_value(), Code::kUnsupported, path, ": ", processor, " sizes images by ", how,
+               ", not to one fixed size, and patchfuse does not reproduce that resize");
+      std::tie(p.fixed_height, p.fixed_width) = *size;
     }
-    PF_CHECK(size.has_value(), Code::kUnsupported, path, ": ", processor, " sizes images by ",
-             root.contains("size") ? root["size"].dump() : std::string("(no size)"),
-             ", not to one fixed size, and patchfuse does not reproduce that resize");
-    std::tie(p.fixed_height, p.fixed_width) = *size;
     return p;
   }
   const bool glm = p.resize == ResizeVariant::kGlm4v;

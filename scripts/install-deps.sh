@@ -13,7 +13,9 @@ packages=(
   flatbuffers-compiler libflatbuffers-dev   # schema/*.fbs -> C++ header, runtime verifier
   nlohmann-json3-dev libcli11-dev           # converter only: config.json / safetensors headers, CLI
   libgtest-dev libgmock-dev libbenchmark-dev
-  libstb-dev                                # patchfuse-run --image: stb_image decoding and resizing
+  libyuv-dev                                # runtime: camera pixel formats (NV12, I420, YUYV, ...) -> RGB
+  libjpeg62-turbo-dev libpng-dev            # patchfuse-run --image: JPEG and PNG decoded as Pillow decodes them
+  libstb-dev                                # patchfuse-run --image: other formats (PPM, BMP, ...)
   libdnnl-dev                               # x86-64 backend
   libxnnpack-dev libpthreadpool-dev libcpuinfo-dev   # ARM (and x86-64) backend
 )
@@ -21,7 +23,7 @@ for set in "$@"; do
   case "$set" in
     arm) packages+=(g++-aarch64-linux-gnu g++-arm-linux-gnueabihf qemu-user file lintian) ;;  # lintian: the .deb checks
     sanitize) packages+=(clang-14 libclang-rt-14-dev) ;;  # GCC's libasan/libubsan/libtsan come with g++
-    fixtures) packages+=(python3-torch python3-numpy) ;;
+    fixtures) packages+=(python3-torch python3-numpy python3-pil) ;;
     *) echo "usage: scripts/install-deps.sh [arm] [sanitize] [fixtures]" >&2; exit 2 ;;
   esac
 done

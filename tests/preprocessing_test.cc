@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <tuple>
 #include <nlohmann/json.hpp>
 
 #include "converter/convert.h"
@@ -289,10 +290,29 @@ TEST_F(PreprocessorConfig, FixedSizeProcessors) {
                           "crop_size": {"height": 336, "width": 320}})");
   p = load_preprocessor_config(dir_ / "clip.json", "clip").value();
   EXPECT_EQ(std::make_pair(p.fixed_height, p.fixed_width), std::make_pair(int64_t{336}, int64_t{320}));
+  EXPECT_EQ(p.shortest_edge, 336) << "the resize before the crop is kept";
+  EXPECT_EQ(p.resample, Resample::kBicubic) << "CLIPImageProcessor's default";
+  // A 480x640 photo: its short side to 336 (long side int(336 * 640 / 480) = 448), then the crop.
+  const ResizeSpec clip = frame_resize_spec(p, 0, 480, 640).value();
+  EXPECT_EQ(std::make_tuple(clip.resized_h, clip.resized_w, clip.top, clip.left, clip.out_h, clip.out_w),
+            std::make_tuple(size_t{336}, size_t{448}, int64_t{0}, int64_t{64}, size_t{336}, size_t{320}));
   testing::write_text(dir_ / "vit.json", R"({"image_mean": [0.5, 0.5, 0.5], "image_std": [0.5, 0.5, 0.5], "size": 224})");
   p = load_preprocessor_config(dir_ / "vit.json", "vit").value();  // no type: the architecture's processor
   EXPECT_EQ(p.resize, ResizeVariant::kFixed);
   EXPECT_EQ(p.fixed_height, 224);
+  EXPECT_EQ(p.resample, Resample::kBilinear) << "ViTImageProcessor's default";
+  EXPECT_EQ(p.shortest_edge, 0);
+  testing::write_text(dir_ / "lanczos.json", R"({"image_processor_type": "SiglipImageProcessor", "image_mean": [0.5, 0.5, 0.5],
+                                                 "image_std": [0.5, 0.5, 0.5], "size": 224, "resample": 1})");
+  EXPECT_EQ(load_preprocessor_config(dir_ / "lanczos.json", "siglip").value().resample, Resample::kLanczos);
+  for (const char* bad : {R"("resample": 6)", R"("resample": "bicubic")", R"("do_center_crop": true)",
+                          R"("size": {"shortest_edge": 224})"}) {
+    testing::write_text(dir_ / "bad.json", std::string(R"({"image_processor_type": "CLIPImageProcessor", "image_mean": [0.5, 0.5, 0.5],
+                                                            "image_std": [0.5, 0.5, 0.5], "size": 224, )") + bad + "}");
+    const auto e = load_preprocessor_config(dir_ / "bad.json", "clip");
+    ASSERT_FALSE(e.ok()) << bad;
+    EXPECT_NE(e.error().message.find(dir_ / "bad.json"), std::string::npos) << e.error().message;
+  }
 
   testing::write_text(dir_ / "pixtral.json",
                       R"({"image_processor_type": "PixtralImageProcessor", "image_mean": [0.5, 0.5, 0.5],

@@ -1,5 +1,6 @@
 #include "runtime/frames/preprocessing.h"
 
+#include <algorithm>
 #include <cmath>
 
 namespace patchfuse {
@@ -47,6 +48,24 @@ Status check_preprocessing(const Preprocessing& p, const ConvGeometry& g, const 
              ": preprocessing min_pixels ", p.min_pixels, " and max_pixels ", p.max_pixels,
              " must satisfy 0 < min_pixels <= max_pixels");
   }
+  PF_CHECK(p.resample <= Resample::kHamming, Code::kInvalidModel, where, ": preprocessing resample ",
+           static_cast<int>(p.resample), " is not one of Pillow's filters 0 (nearest) to 5 (hamming)");
+  for (const auto& [what, s] : {std::pair{"image", p.image_semantics}, std::pair{"video", p.video_semantics}}) {
+    PF_CHECK(s <= ResizeSemantics::kTorch, Code::kInvalidModel, where, ": preprocessing ", what, " resize semantics ",
+             static_cast<int>(s), " is not pil or torch");
+    PF_CHECK(s == ResizeSemantics::kPil || torch_has_filter(p.resample), Code::kInvalidModel, where, ": preprocessing ",
+             what, " resize semantics torch has no ", resample_name(p.resample), " filter (nearest, bilinear, bicubic)");
+  }
+  const bool fixed = p.resize == ResizeVariant::kFixed;
+  for (const int64_t side : {p.shortest_edge, p.resize_height, p.resize_width}) {
+    PF_CHECK(side >= 0 && side <= static_cast<int64_t>(kMaxImageSide) && (fixed || side == 0), Code::kInvalidModel,
+             where, ": preprocessing shortest_edge ", p.shortest_edge, ", resize size ", p.resize_height, "x",
+             p.resize_width, " must be 0..", kMaxImageSide, ", and 0 unless the size is fixed");
+  }
+  PF_CHECK((p.resize_height > 0) == (p.resize_width > 0), Code::kInvalidModel, where, ": preprocessing resize size ",
+           p.resize_height, "x", p.resize_width, " must have both sides or neither");
+  PF_CHECK(p.do_resize || !fixed, Code::kInvalidModel, where,
+           ": fixed-size preprocessing without do_resize has no fixed size");
   if (const auto& v = p.video) {
     PF_CHECK(p.resize != ResizeVariant::kFixed, Code::kInvalidModel, where,
              ": fixed-size preprocessing has a video resize; each frame of such a model is one image");
@@ -116,17 +135,18 @@ Result<std::pair<int64_t, int64_t>> smart_resize(const Preprocessing& p, int64_t
 }
 
 Result<std::pair<int64_t, int64_t>> resize_target(const Preprocessing& p, int64_t height, int64_t width) {
-  if (p.resize != ResizeVariant::kFixed) return smart_resize(p, height, width);
   PF_CHECK(height > 0 && width > 0, Code::kInvalidArgument, "resize: image size ", height, "x", width,
            " must be positive");
-  return std::make_pair(p.fixed_height, p.fixed_width);
+  if (p.resize == ResizeVariant::kFixed) return std::make_pair(p.fixed_height, p.fixed_width);
+  if (!p.do_resize) return std::make_pair(height, width);
+  return smart_resize(p, height, width);
 }
 
 Result<std::pair<int64_t, int64_t>> video_resize_target(const Preprocessing& p, int64_t frames, int64_t height,
                                                         int64_t width) {
   PF_CHECK(frames >= 1 && frames <= (1 << 20), Code::kInvalidArgument, "video: ", frames,
            " frames; a video has between 1 and 2^20 frames");
-  if (p.resize == ResizeVariant::kFixed) return resize_target(p, height, width);
+  if (p.resize == ResizeVariant::kFixed || !p.do_resize) return resize_target(p, height, width);
   const VideoResize v = p.video.value_or(VideoResize{p.resize, p.min_pixels, p.max_pixels, false});
   auto max_pixels = static_cast<double>(v.max_pixels);
   if (v.cap_pixels_per_frame) {
@@ -137,6 +157,45 @@ Result<std::pair<int64_t, int64_t>> video_resize_target(const Preprocessing& p, 
   }
   return smart_resize_frames(v.variant, p.factor(), p.temporal_patch_size, static_cast<double>(v.min_pixels),
                              max_pixels, frames, height, width);
+}
+
+namespace {
+
+int64_t floor_div2(int64_t v) { return v >= 0 ? v / 2 : -((-v + 1) / 2); }  // Python's v // 2
+
+}  // namespace
+
+Result<ResizeSpec> frame_resize_spec(const Preprocessing& p, int64_t frames, size_t height, size_t width) {
+  const auto h = static_cast<int64_t>(height), w = static_cast<int64_t>(width);
+  PF_ASSIGN_OR_RETURN(const auto target, frames == 0 ? resize_target(p, h, w) : video_resize_target(p, frames, h, w));
+  ResizeSpec s;
+  s.src_h = height;
+  s.src_w = width;
+  s.out_h = static_cast<size_t>(target.first);
+  s.out_w = static_cast<size_t>(target.second);
+  s.resized_h = s.out_h;
+  s.resized_w = s.out_w;
+  s.filter = p.resample;
+  // A fixed-size (Conv2d) model takes each frame of a video as one image.
+  s.semantics = frames == 0 || p.resize == ResizeVariant::kFixed ? p.image_semantics : p.video_semantics;
+  if (p.resize == ResizeVariant::kFixed) {
+    if (p.shortest_edge > 0) {  // transformers' get_resize_output_image_size(default_to_square=False)
+      const int64_t short_side = std::min(h, w), long_side = std::max(h, w);
+      const auto new_long = static_cast<int64_t>(static_cast<double>(p.shortest_edge) * static_cast<double>(long_side) /
+                                                 static_cast<double>(short_side));
+      PF_CHECK(new_long >= 1 && new_long <= static_cast<int64_t>(kMaxImageSide), Code::kInvalidArgument, "resize: a ",
+               height, "x", width, " image resized to shortest edge ", p.shortest_edge, " would be ", new_long,
+               " pixels long (at most ", kMaxImageSide, ")");
+      s.resized_h = static_cast<size_t>(w <= h ? new_long : p.shortest_edge);
+      s.resized_w = static_cast<size_t>(w <= h ? p.shortest_edge : new_long);
+    } else if (p.resize_height > 0) {
+      s.resized_h = static_cast<size_t>(p.resize_height);
+      s.resized_w = static_cast<size_t>(p.resize_width);
+    }
+    s.top = floor_div2(static_cast<int64_t>(s.resized_h) - static_cast<int64_t>(s.out_h));
+    s.left = floor_div2(static_cast<int64_t>(s.resized_w) - static_cast<int64_t>(s.out_w));
+  }
+  return s;
 }
 
 Result<FrameGrid> frame_grid(const Preprocessing& p, size_t frames, size_t height, size_t width) {

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "runtime/core/result.h"
+#include "runtime/frames/resize.h"
 #include "runtime/rules/fusion_rules.h"
 
 namespace patchfuse {
@@ -55,6 +56,18 @@ struct Preprocessing {
   ResizeVariant resize = ResizeVariant::kQwen2Vl;
   int64_t fixed_height = 0, fixed_width = 0;  // kFixed's size
   std::optional<VideoResize> video;            // smart_resize variants only; none: as images
+  // How frames of another size reach the target: Pillow's filter (`resample`), and whose
+  // arithmetic (resize.h) for images and for videos (transformers' video processors resize with
+  // torchvision only). do_resize false: frames must come at a size the model takes.
+  Resample resample = Resample::kBicubic;
+  ResizeSemantics image_semantics = ResizeSemantics::kPil;
+  ResizeSemantics video_semantics = ResizeSemantics::kTorch;
+  bool do_resize = true;
+  // kFixed: how an image becomes fixed_height x fixed_width. shortest_edge > 0 (CLIP, DINOv2): its
+  // short side is resized to shortest_edge, the long side to int(shortest_edge * long / short);
+  // otherwise to resize_height x resize_width (0: the fixed size itself). Then a centre crop to
+  // the fixed size (none where the sizes agree), as transformers' center_crop does it.
+  int64_t shortest_edge = 0, resize_height = 0, resize_width = 0;
 
   int64_t factor() const { return patch_size * merge_size; }  // smart_resize's frame sides are multiples of this
 };
@@ -78,6 +91,10 @@ Result<std::pair<int64_t, int64_t>> resize_target(const Preprocessing& p, int64_
 // Conv2d model is one image).
 Result<std::pair<int64_t, int64_t>> video_resize_target(const Preprocessing& p, int64_t frames, int64_t height,
                                                         int64_t width);
+
+// The resize and crop that make the processor's pixels of a height x width source frame: a still
+// image (frames = 0: the image rule and semantics) or each frame of a `frames`-frame video.
+Result<ResizeSpec> frame_resize_spec(const Preprocessing& p, int64_t frames, size_t height, size_t width);
 
 // image_grid_thw for `frames` frames of height x width. smart_resize variants: sides must be
 // multiples of factor(); grid.t = ceil(frames / temporal_patch_size), an odd count repeating the

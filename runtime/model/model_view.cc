@@ -133,6 +133,14 @@ Result<ModuleView> read_module(const fb::Module* m, const std::string& origin, c
     pre.resize = static_cast<ResizeVariant>(p->resize());
     pre.fixed_height = p->fixed_height();
     pre.fixed_width = p->fixed_width();
+    // Enum values out of range are caught by check_preprocessing, which names them.
+    pre.resample = static_cast<Resample>(p->resample());
+    pre.image_semantics = static_cast<ResizeSemantics>(p->image_resize_semantics());
+    pre.video_semantics = static_cast<ResizeSemantics>(p->video_resize_semantics());
+    pre.do_resize = p->do_resize();
+    pre.shortest_edge = p->shortest_edge();
+    pre.resize_height = p->resize_height();
+    pre.resize_width = p->resize_width();
     if (const fb::VideoResize* v = p->video()) {
       PF_CHECK(v->resize() >= fb::ResizeVariant_MIN && v->resize() <= fb::ResizeVariant_MAX, Code::kInvalidModel,
                where, ": preprocessing video resize value ", static_cast<int>(v->resize()), " is not qwen2_vl or glm4v");

@@ -1,0 +1,167 @@
+#include "runtime/frames/pixel_formats.h"
+
+#include <libyuv/convert_argb.h>
+#include <libyuv/convert_from_argb.h>
+#include <libyuv/planar_functions.h>
+
+namespace patchfuse {
+
+const char* pixel_format_name(PixelFormat f) {
+  switch (f) {
+    case PixelFormat::kRgb: return "rgb";
+    case PixelFormat::kBgr: return "bgr";
+    case PixelFormat::kRgba: return "rgba";
+    case PixelFormat::kBgra: return "bgra";
+    case PixelFormat::kGray8: return "gray8";
+    case PixelFormat::kNv12: return "nv12";
+    case PixelFormat::kNv21: return "nv21";
+    case PixelFormat::kI420: return "i420";
+    case PixelFormat::kYuyv: return "yuyv";
+  }
+  return "?";
+}
+
+const char* color_matrix_name(ColorMatrix m) {
+  switch (m) {
+    case ColorMatrix::kBt601Full: return "bt601_full";
+    case ColorMatrix::kBt601Limited: return "bt601_limited";
+    case ColorMatrix::kBt709Limited: return "bt709_limited";
+  }
+  return "?";
+}
+
+namespace {
+
+size_t half_up(size_t v) { return (v + 1) / 2; }
+
+// The planes a format has and the least row stride of each.
+struct Layout {
+  int planes;
+  size_t min_stride[3];
+};
+
+Layout layout(const ImageView& v) {
+  const size_t w = v.width, cw = half_up(v.width);
+  switch (v.format) {
+    case PixelFormat::kRgb:
+    case PixelFormat::kBgr: return {1, {w * 3}};
+    case PixelFormat::kRgba:
+    case PixelFormat::kBgra: return {1, {w * 4}};
+    case PixelFormat::kGray8: return {1, {w}};
+    case PixelFormat::kNv12:
+    case PixelFormat::kNv21: return {2, {w, cw * 2}};
+    case PixelFormat::kI420: {
+      const size_t c = (cw - 1) * v.chroma_pixel_stride + 1;
+      return {3, {w, c, c}};
+    }
+    case PixelFormat::kYuyv: return {1, {cw * 4}};
+  }
+  return {0, {}};
+}
+
+size_t plane_rows(const ImageView& v, int plane) {
+  const bool half = plane > 0 && (v.format == PixelFormat::kNv12 || v.format == PixelFormat::kNv21 ||
+                                  v.format == PixelFormat::kI420);
+  return half ? half_up(v.height) : v.height;
+}
+
+// libyuv writes R, G, B in memory ("RAW") from its B, G, R ("RGB24") functions when U and V are
+// swapped and the mirrored (YVU) matrix is passed: how libyuv itself defines I420ToRAW.
+const libyuv::YuvConstants* yvu_matrix(ColorMatrix m) {
+  switch (m) {
+    case ColorMatrix::kBt601Full: return &libyuv::kYvuJPEGConstants;
+    case ColorMatrix::kBt601Limited: return &libyuv::kYvuI601Constants;
+    case ColorMatrix::kBt709Limited: return &libyuv::kYvuH709Constants;
+  }
+  return &libyuv::kYvuJPEGConstants;
+}
+
+}  // namespace
+
+Status check_image(const ImageView& v, const char* where) {
+  PF_CHECK(v.format <= PixelFormat::kYuyv, Code::kInvalidArgument, where, ": pixel format ",
+           static_cast<int>(v.format), " is not one of rgb, bgr, rgba, bgra, gray8, nv12, nv21, i420, yuyv");
+  PF_CHECK(v.matrix <= ColorMatrix::kBt709Limited, Code::kInvalidArgument, where, ": colour matrix ",
+           static_cast<int>(v.matrix), " is not one of bt601_full, bt601_limited, bt709_limited");
+  PF_CHECK(v.width >= 1 && v.height >= 1 && v.width <= kMaxImageSide && v.height <= kMaxImageSide &&
+               uint64_t{v.width} * v.height <= kMaxImagePixels,
+           Code::kInvalidArgument, where, ": image size ", v.width, "x", v.height,
+           " (width x height) must be between 1 and ", kMaxImageSide, " per side and at most ", kMaxImagePixels,
+           " pixels");
+  PF_CHECK(v.format != PixelFormat::kI420 || v.chroma_pixel_stride == 1 || v.chroma_pixel_stride == 2,
+           Code::kInvalidArgument, where, ": i420 chroma pixel stride ", v.chroma_pixel_stride, " must be 1 or 2");
+  const Layout l = layout(v);
+  for (int p = 0; p < l.planes; ++p) {
+    PF_CHECK(v.planes[p] != nullptr, Code::kInvalidArgument, where, ": plane ", p, " of a ",
+             pixel_format_name(v.format), " image is null");
+    PF_CHECK(v.row_stride[p] >= l.min_stride[p], Code::kInvalidArgument, where, ": row stride ", v.row_stride[p],
+             " of plane ", p, " is less than the ", l.min_stride[p], " bytes a row of a ", v.width, "-pixel-wide ",
+             pixel_format_name(v.format), " image takes");
+    // libyuv takes int strides, and every row's address must be computable.
+    PF_CHECK(v.row_stride[p] <= (1u << 30) && v.row_stride[p] * (plane_rows(v, p) - 1) + l.min_stride[p] <= (size_t{1} << 40),
+             Code::kInvalidArgument, where, ": row stride ", v.row_stride[p], " of plane ", p, " is too large");
+  }
+  return {};
+}
+
+// RGB out (3 per pixel) and, after it, Android's RGBA (4) or YUYV's Y, U, V planes (2 + 1 for odd widths).
+size_t rgb_row_scratch_bytes(const ImageView& v) { return v.width * 7 + 16; }
+
+const uint8_t* rgb_row(const ImageView& v, size_t y, uint8_t* scratch) {
+  const size_t w = v.width;
+  const int iw = static_cast<int>(w);
+  const uint8_t* row = v.planes[0] + y * v.row_stride[0];
+  const uint8_t* uv_row = v.planes[1] + (y / 2) * v.row_stride[1];  // only read by 4:2:0 formats
+  const libyuv::YuvConstants* m = yvu_matrix(v.matrix);
+  switch (v.format) {
+    case PixelFormat::kRgb: return row;
+    case PixelFormat::kBgr:
+    case PixelFormat::kRgba:
+    case PixelFormat::kBgra: {
+      const bool swap = v.format != PixelFormat::kRgba;
+      const size_t step = v.format == PixelFormat::kBgr ? 3 : 4;
+      for (size_t x = 0; x < w; ++x) {
+        const uint8_t* px = row + x * step;
+        scratch[x * 3 + 0] = px[swap ? 2 : 0];
+        scratch[x * 3 + 1] = px[1];
+        scratch[x * 3 + 2] = px[swap ? 0 : 2];
+      }
+      return scratch;
+    }
+    case PixelFormat::kGray8:
+      for (size_t x = 0; x < w; ++x) scratch[x * 3] = scratch[x * 3 + 1] = scratch[x * 3 + 2] = row[x];
+      return scratch;
+    case PixelFormat::kNv12:  // NV12 -> RAW is NV21 -> RGB24 with the mirrored matrix (libyuv's NV12ToRAWMatrix)
+      libyuv::NV21ToRGB24Matrix(row, 0, uv_row, 0, scratch, 0, m, iw, 1);
+      return scratch;
+    case PixelFormat::kNv21:
+      libyuv::NV12ToRGB24Matrix(row, 0, uv_row, 0, scratch, 0, m, iw, 1);
+      return scratch;
+    case PixelFormat::kI420: {
+      const uint8_t* u = uv_row;
+      const uint8_t* vv = v.planes[2] + (y / 2) * v.row_stride[2];
+      if (v.chroma_pixel_stride == 1) {
+        libyuv::I420ToRGB24Matrix(row, 0, vv, 0, u, 0, scratch, 0, m, iw, 1);
+        return scratch;
+      }
+      // Android's semi-planar chroma: R, G, B, A bytes after the first 3 * w, then A dropped
+      // (ARGBToRGB24 keeps the first three bytes of every four). Its writes stay behind its reads.
+      uint8_t* rgba = scratch + w * 3;
+      libyuv::Android420ToARGBMatrix(row, 0, vv, 0, u, 0, static_cast<int>(v.chroma_pixel_stride), rgba, 0, m, iw, 1);
+      libyuv::ARGBToRGB24(rgba, 0, scratch, 0, iw, 1);
+      return scratch;
+    }
+    case PixelFormat::kYuyv: {
+      // YUYV has no matrix variant in libyuv 2023: split the row to 4:2:2 planes, then convert.
+      uint8_t* yp = scratch + w * 3;
+      uint8_t* up = yp + w;
+      uint8_t* vp = up + half_up(w);
+      libyuv::YUY2ToI422(row, 0, yp, 0, up, 0, vp, 0, iw, 1);
+      libyuv::I422ToRGB24Matrix(yp, 0, vp, 0, up, 0, scratch, 0, m, iw, 1);
+      return scratch;
+    }
+  }
+  return row;
+}
+
+}  // namespace patchfuse

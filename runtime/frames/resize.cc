@@ -1,0 +1,350 @@
+#include "runtime/frames/resize.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+namespace patchfuse {
+
+const char* resample_name(Resample r) {
+  switch (r) {
+    case Resample::kNearest: return "nearest";
+    case Resample::kLanczos: return "lanczos";
+    case Resample::kBilinear: return "bilinear";
+    case Resample::kBicubic: return "bicubic";
+    case Resample::kBox: return "box";
+    case Resample::kHamming: return "hamming";
+  }
+  return "?";
+}
+
+const char* resize_semantics_name(ResizeSemantics s) {
+  switch (s) {
+    case ResizeSemantics::kPil: return "pil";
+    case ResizeSemantics::kTorch: return "torch";
+  }
+  return "?";
+}
+
+bool torch_has_filter(Resample r) {
+  return r == Resample::kNearest || r == Resample::kBilinear || r == Resample::kBicubic;
+}
+
+namespace {
+
+// Pillow's filters (Resample.c), each with its support, in double as there. Hamming's 0.54f and
+// 0.46f are floats in Pillow's source, so they are here.
+double box_filter(double x) { return x > -0.5 && x <= 0.5 ? 1.0 : 0.0; }
+double bilinear_filter(double x) {
+  x = x < 0.0 ? -x : x;
+  return x < 1.0 ? 1.0 - x : 0.0;
+}
+double hamming_filter(double x) {
+  x = x < 0.0 ? -x : x;
+  if (x == 0.0) return 1.0;
+  if (x >= 1.0) return 0.0;
+  x = x * M_PI;
+  return std::sin(x) / x * (0.54f + 0.46f * std::cos(x));
+}
+double bicubic_filter(double x) {
+  constexpr double a = -0.5;
+  x = x < 0.0 ? -x : x;
+  if (x < 1.0) return ((a + 2.0) * x - (a + 3.0)) * x * x + 1;
+  if (x < 2.0) return (((x - 5) * x + 8) * x - 4) * a;
+  return 0.0;
+}
+double sinc_filter(double x) {
+  if (x == 0.0) return 1.0;
+  x = x * M_PI;
+  return std::sin(x) / x;
+}
+double lanczos_filter(double x) { return -3.0 <= x && x < 3.0 ? sinc_filter(x) * sinc_filter(x / 3) : 0.0; }
+
+struct PilFilter {
+  double (*fn)(double);
+  double support;
+};
+PilFilter pil_filter(Resample r) {
+  switch (r) {
+    case Resample::kBox: return {box_filter, 0.5};
+    case Resample::kBilinear: return {bilinear_filter, 1.0};
+    case Resample::kHamming: return {hamming_filter, 1.0};
+    case Resample::kBicubic: return {bicubic_filter, 2.0};
+    case Resample::kLanczos: return {lanczos_filter, 3.0};
+    case Resample::kNearest: break;
+  }
+  return {bilinear_filter, 1.0};
+}
+
+constexpr int kPrecisionBits = 32 - 8 - 2;  // Pillow's PRECISION_BITS
+
+// Pillow's precompute_coeffs and normalize_coeffs_8bpc for the box (0, in_size), whose ends are
+// floats there.
+void pil_axis(size_t in_size, size_t out_size, Resample r, AxisFilter& a) {
+  const PilFilter f = pil_filter(r);
+  const double scale = static_cast<double>(static_cast<float>(in_size)) / static_cast<double>(out_size);
+  const double filterscale = std::max(scale, 1.0);
+  const double support = f.support * filterscale;
+  a.taps = static_cast<size_t>(std::ceil(support)) * 2 + 1;
+  a.first.resize(out_size);
+  a.count.resize(out_size);
+  a.fixed.assign(out_size * a.taps, 0);
+  std::vector<double> k(a.taps);
+  const auto in = static_cast<int>(in_size);
+  for (size_t xx = 0; xx < out_size; ++xx) {
+    const double center = (static_cast<double>(xx) + 0.5) * scale;
+    const double ss = 1.0 / filterscale;
+    const int xmin = std::max(static_cast<int>(center - support + 0.5), 0);
+    const int xmax = std::min(static_cast<int>(center + support + 0.5), in) - xmin;
+    double ww = 0.0;
+    for (int x = 0; x < xmax; ++x) {
+      k[x] = f.fn((x + xmin - center + 0.5) * ss);
+      ww += k[x];
+    }
+    for (int x = 0; x < xmax; ++x) {
+      if (ww != 0.0) k[x] /= ww;
+      const double v = k[x] * (1 << kPrecisionBits);
+      a.fixed[xx * a.taps + x] = static_cast<int32_t>(k[x] < 0 ? -0.5 + v : 0.5 + v);
+    }
+    a.first[xx] = xmin;
+    a.count[xx] = xmax;
+  }
+}
+
+// torch's _compute_indices_weights_aa (aten/src/ATen/native/cpu/UpSampleKernel.cpp) in float, its
+// scalar type for a float image: bilinear is the triangle, bicubic Keys' cubic with a = -0.5.
+float torch_filter(Resample r, float x) {
+  x = x < 0.0f ? -x : x;
+  if (r == Resample::kBilinear) return x < 1.0f ? 1.0f - x : 0.0f;
+  constexpr float a = -0.5f;
+  if (x < 1.0f) return ((a + 2) * x - (a + 3)) * x * x + 1;
+  if (x < 2.0f) return ((a * x - 5 * a) * x + 8 * a) * x - 4 * a;
+  return 0.0f;
+}
+
+void torch_axis(size_t in_size, size_t out_size, Resample r, AxisFilter& a) {
+  const float scale = static_cast<float>(in_size) / static_cast<float>(out_size);
+  const float interp = r == Resample::kBilinear ? 2.0f : 4.0f;
+  const float support = scale >= 1.0f ? interp * 0.5f * scale : interp * 0.5f;
+  a.taps = static_cast<size_t>(std::ceil(support)) * 2 + 1;
+  a.first.resize(out_size);
+  a.count.resize(out_size);
+  a.weights.assign(out_size * a.taps, 0.0f);
+  const auto in = static_cast<int64_t>(in_size);
+  for (size_t i = 0; i < out_size; ++i) {
+    const auto center = static_cast<float>(scale * (static_cast<double>(i) + 0.5));
+    const float invscale = scale >= 1.0f ? static_cast<float>(1.0 / scale) : 1.0f;
+    const int64_t xmin = std::max(static_cast<int64_t>(center - support + 0.5), int64_t{0});
+    const int64_t xsize = std::min(static_cast<int64_t>(center + support + 0.5), in) - xmin;
+    float* w = &a.weights[i * a.taps];
+    float total = 0.0f;
+    for (int64_t j = 0; j < xsize; ++j) {
+      w[j] = torch_filter(r, static_cast<float>((static_cast<float>(j + xmin) - center + 0.5) * invscale));
+      total += w[j];
+    }
+    for (int64_t j = 0; j < xsize; ++j) {
+      if (total != 0.0f) w[j] /= total;
+    }
+    a.first[i] = static_cast<int32_t>(xmin);
+    a.count[i] = static_cast<int32_t>(xsize);
+  }
+}
+
+// NEAREST as an input index per output index. Pillow: Geometry.c's ImagingScaleAffine, which
+// steps a double by in/out from half a step in; torch: floor(i * in/out) in float ("nearest").
+void nearest_axis(size_t in_size, size_t out_size, ResizeSemantics s, AxisFilter& a) {
+  a.taps = 1;
+  a.first.resize(out_size);
+  a.count.assign(out_size, 1);
+  const auto last = static_cast<int32_t>(in_size - 1);
+  if (s == ResizeSemantics::kPil) {
+    const double step = static_cast<double>(static_cast<float>(in_size)) / static_cast<double>(out_size);
+    double xo = step * 0.5;
+    for (size_t x = 0; x < out_size; ++x, xo += step) a.first[x] = std::min(static_cast<int32_t>(xo), last);
+    return;
+  }
+  const float scale = static_cast<float>(in_size) / static_cast<float>(out_size);
+  for (size_t x = 0; x < out_size; ++x) {
+    if (in_size == out_size) {
+      a.first[x] = static_cast<int32_t>(x);
+    } else if (out_size == 2 * in_size) {
+      a.first[x] = static_cast<int32_t>(x >> 1);
+    } else {
+      a.first[x] = std::min(static_cast<int32_t>(std::floor(static_cast<float>(x) * scale)), last);
+    }
+  }
+}
+
+uint8_t clip8(int32_t v) { return static_cast<uint8_t>(std::clamp(v >> kPrecisionBits, 0, 255)); }
+uint8_t round8(float v) { return static_cast<uint8_t>(std::nearbyint(std::clamp(v, 0.0f, 255.0f))); }
+
+size_t align16(size_t n) { return (n + 15) / 16 * 16; }
+
+}  // namespace
+
+Result<Resizer> Resizer::create(const ResizeSpec& s) {
+  for (size_t side : {s.src_h, s.src_w, s.resized_h, s.resized_w, s.out_h, s.out_w}) {
+    PF_CHECK(side >= 1 && side <= kMaxImageSide, Code::kInvalidArgument, "resize: ", s.src_h, "x", s.src_w, " -> ",
+             s.resized_h, "x", s.resized_w, " -> ", s.out_h, "x", s.out_w, " has a side outside 1..", kMaxImageSide);
+  }
+  PF_CHECK(uint64_t{s.resized_h} * s.resized_w <= kMaxImagePixels && uint64_t{s.out_h} * s.out_w <= kMaxImagePixels,
+           Code::kInvalidArgument, "resize: ", s.resized_h, "x", s.resized_w, " exceeds ", kMaxImagePixels, " pixels");
+  PF_CHECK(s.filter <= Resample::kHamming, Code::kInvalidArgument, "resize: resample ", static_cast<int>(s.filter),
+           " is not one of Pillow's filters 0 (nearest) to 5 (hamming)");
+  PF_CHECK(s.semantics <= ResizeSemantics::kTorch, Code::kInvalidArgument, "resize: semantics ",
+           static_cast<int>(s.semantics), " is not pil (0) or torch (1)");
+  PF_CHECK(s.semantics == ResizeSemantics::kPil || torch_has_filter(s.filter), Code::kUnsupported,
+           "resize: torch's interpolation has no ", resample_name(s.filter),
+           " filter (nearest, bilinear, bicubic); use the pil semantics");
+  PF_CHECK(std::abs(s.top) <= static_cast<int64_t>(kMaxImageSide) && std::abs(s.left) <= static_cast<int64_t>(kMaxImageSide),
+           Code::kInvalidArgument, "resize: crop offset ", s.top, ", ", s.left, " is out of range");
+  Resizer r;
+  r.spec_ = s;
+  r.need_h_ = s.resized_w != s.src_w;
+  r.need_v_ = s.resized_h != s.src_h;
+  const auto axis = [&](size_t in, size_t out, AxisFilter& a) {
+    if (s.filter == Resample::kNearest) {
+      nearest_axis(in, out, s.semantics, a);
+    } else if (s.semantics == ResizeSemantics::kPil) {
+      pil_axis(in, out, s.filter, a);
+    } else {
+      torch_axis(in, out, s.filter, a);
+    }
+  };
+  axis(s.src_w, s.resized_w, r.h_);
+  axis(s.src_h, s.resized_h, r.v_);
+  const auto keep = [](int64_t v, size_t size) { return static_cast<size_t>(std::clamp<int64_t>(v, 0, static_cast<int64_t>(size))); };
+  r.col_begin_ = keep(s.left, s.resized_w);
+  r.col_end_ = keep(s.left + static_cast<int64_t>(s.out_w), s.resized_w);
+  return r;
+}
+
+// rgb scratch | ring slot rows (int64 each) | ring (taps rows, uint8 or float) | accumulator row (4 bytes a value)
+size_t Resizer::scratch_bytes(const ImageView& image) const {
+  const size_t values = (col_end_ - col_begin_) * 3;
+  const size_t elem = spec_.semantics == ResizeSemantics::kPil ? 1 : sizeof(float);
+  return align16(rgb_row_scratch_bytes(image)) + align16(v_.taps * sizeof(int64_t)) + align16(v_.taps * values * elem) +
+         values * 4;
+}
+
+void Resizer::run(const ImageView& image, size_t row_begin, size_t row_end, uint8_t* scratch, uint8_t* out) const {
+  const ResizeSpec& s = spec_;
+  const size_t c0 = col_begin_, c1 = col_end_, values = (c1 - c0) * 3, out_row = s.out_w * 3;
+  const size_t x0 = static_cast<size_t>(static_cast<int64_t>(c0) - s.left) * 3;  // where kept columns start in a row
+  const bool pil = s.semantics == ResizeSemantics::kPil;
+  uint8_t* rgb_scratch = scratch;
+  auto* slot_row = reinterpret_cast<int64_t*>(scratch + align16(rgb_row_scratch_bytes(image)));
+  uint8_t* ring = reinterpret_cast<uint8_t*>(slot_row) + align16(v_.taps * sizeof(int64_t));
+  auto* ring_f = reinterpret_cast<float*>(ring);
+  auto* acc_i = reinterpret_cast<int32_t*>(ring + align16(v_.taps * values * (pil ? 1 : sizeof(float))));
+  auto* acc_f = reinterpret_cast<float*>(acc_i);
+  std::fill(slot_row, slot_row + v_.taps, int64_t{-1});
+
+  // Source row j, horizontally resampled over the kept columns: uint8 (pil) or float (torch).
+  const auto h_row_u8 = [&](size_t j, uint8_t* dst) {
+    const uint8_t* src = rgb_row(image, j, rgb_scratch);
+    if (!need_h_) {
+      std::memcpy(dst, src + c0 * 3, values);
+      return;
+    }
+    for (size_t c = c0; c < c1; ++c) {
+      const uint8_t* p = src + static_cast<size_t>(h_.first[c]) * 3;
+      const int32_t* k = &h_.fixed[c * h_.taps];
+      int32_t s0 = 1 << (kPrecisionBits - 1), s1 = s0, s2 = s0;
+      for (int32_t i = 0; i < h_.count[c]; ++i, p += 3) {
+        s0 += p[0] * k[i];
+        s1 += p[1] * k[i];
+        s2 += p[2] * k[i];
+      }
+      uint8_t* d = dst + (c - c0) * 3;
+      d[0] = clip8(s0);
+      d[1] = clip8(s1);
+      d[2] = clip8(s2);
+    }
+  };
+  const auto h_row_f32 = [&](size_t j, float* dst) {
+    const uint8_t* src = rgb_row(image, j, rgb_scratch);
+    if (!need_h_) {
+      for (size_t i = 0; i < values; ++i) dst[i] = src[c0 * 3 + i];
+      return;
+    }
+    for (size_t c = c0; c < c1; ++c) {
+      const uint8_t* p = src + static_cast<size_t>(h_.first[c]) * 3;
+      const float* w = &h_.weights[c * h_.taps];
+      float s0 = 0, s1 = 0, s2 = 0;
+      for (int32_t i = 0; i < h_.count[c]; ++i, p += 3) {
+        s0 += static_cast<float>(p[0]) * w[i];
+        s1 += static_cast<float>(p[1]) * w[i];
+        s2 += static_cast<float>(p[2]) * w[i];
+      }
+      float* d = dst + (c - c0) * 3;
+      d[0] = s0;
+      d[1] = s1;
+      d[2] = s2;
+    }
+  };
+  // The ring slot holding source row j, filled on first use; a vertical window has at most
+  // taps consecutive rows, so rows it still needs are never overwritten.
+  const auto ring_slot = [&](size_t j) {
+    const size_t slot = j % v_.taps;
+    if (slot_row[slot] != static_cast<int64_t>(j)) {
+      if (pil) {
+        h_row_u8(j, ring + slot * values);
+      } else {
+        h_row_f32(j, ring_f + slot * values);
+      }
+      slot_row[slot] = static_cast<int64_t>(j);
+    }
+    return slot;
+  };
+
+  for (size_t oy = row_begin; oy < row_end; ++oy) {
+    uint8_t* dst = out + oy * out_row;
+    const int64_t r = static_cast<int64_t>(oy) + s.top;
+    if (r < 0 || r >= static_cast<int64_t>(s.resized_h) || values == 0) {
+      std::memset(dst, 0, out_row);
+      continue;
+    }
+    std::memset(dst, 0, x0);
+    std::memset(dst + x0 + values, 0, out_row - x0 - values);
+    uint8_t* d = dst + x0;
+    const auto ry = static_cast<size_t>(r);
+    if (s.filter == Resample::kNearest) {
+      const uint8_t* src = rgb_row(image, static_cast<size_t>(v_.first[ry]), rgb_scratch);
+      for (size_t c = c0; c < c1; ++c) std::memcpy(d + (c - c0) * 3, src + static_cast<size_t>(h_.first[c]) * 3, 3);
+      continue;
+    }
+    if (!need_v_) {
+      if (pil) {
+        h_row_u8(ry, d);
+      } else {
+        h_row_f32(ry, acc_f);
+        for (size_t i = 0; i < values; ++i) d[i] = round8(acc_f[i]);
+      }
+      continue;
+    }
+    const auto first = static_cast<size_t>(v_.first[ry]);
+    const int32_t count = v_.count[ry];
+    if (pil) {
+      const int32_t* k = &v_.fixed[ry * v_.taps];
+      std::fill(acc_i, acc_i + values, 1 << (kPrecisionBits - 1));
+      for (int32_t i = 0; i < count; ++i) {
+        const uint8_t* row = ring + ring_slot(first + static_cast<size_t>(i)) * values;
+        const int32_t ki = k[i];
+        for (size_t x = 0; x < values; ++x) acc_i[x] += row[x] * ki;
+      }
+      for (size_t x = 0; x < values; ++x) d[x] = clip8(acc_i[x]);
+    } else {
+      const float* w = &v_.weights[ry * v_.taps];
+      std::fill(acc_f, acc_f + values, 0.0f);
+      for (int32_t i = 0; i < count; ++i) {
+        const float* row = ring_f + ring_slot(first + static_cast<size_t>(i)) * values;
+        const float wi = w[i];
+        for (size_t x = 0; x < values; ++x) acc_f[x] += row[x] * wi;
+      }
+      for (size_t x = 0; x < values; ++x) d[x] = round8(acc_f[x]);
+    }
+  }
+}
+
+}  // namespace patchfuse

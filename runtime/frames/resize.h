@@ -1,0 +1,71 @@
+// The resize (and centre crop) that Hugging Face's image processors apply to a uint8 RGB image,
+// in two semantics:
+//  - kPil: Pillow's Image.resize(size, resample, reducing_gap=None), bit for bit (Pillow 9.4's
+//    src/libImaging/Resample.c: separable, horizontal pass first over only the rows the vertical
+//    pass reads, into uint8; a pass only where that axis changes size; the filter's support
+//    scaled by the downscale factor; coefficients in double, normalized, then fixed point with 22
+//    fractional bits; NEAREST through Geometry.c's affine scale). transformers' PIL backend.
+//  - kTorch: torch's float32 antialiased interpolation (F.interpolate(antialias=True); "nearest"
+//    for NEAREST), then clamp and round half to even: transformers' torchvision backend on CUDA,
+//    and with torchvision <= 0.15 on CPU. Within 1 level of torch (float sums in another order).
+// Rows are produced in bands: a band keeps only the horizontally resampled rows its vertical
+// filter still needs (a ring of filter-size rows), so the scratch is a few rows, not an image.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "runtime/frames/pixel_formats.h"
+
+namespace patchfuse {
+
+// Pillow's numbering, as preprocessor_config.json's `resample` gives it.
+enum class Resample : uint8_t { kNearest = 0, kLanczos = 1, kBilinear = 2, kBicubic = 3, kBox = 4, kHamming = 5 };
+enum class ResizeSemantics : uint8_t { kPil = 0, kTorch = 1 };
+const char* resample_name(Resample r);          // "nearest", "lanczos", ...
+const char* resize_semantics_name(ResizeSemantics s);  // "pil", "torch"
+// torch's interpolation has nearest, bilinear and bicubic only.
+bool torch_has_filter(Resample r);
+
+// A frame's way to the processor's pixels: resize the source (src_h x src_w) to resized_h x
+// resized_w, then take out_h x out_w pixels starting at (top, left) of it: a centre crop, where
+// rows or columns outside the resized image are zeros (what transformers' center_crop pads with).
+struct ResizeSpec {
+  size_t src_h = 0, src_w = 0;
+  size_t resized_h = 0, resized_w = 0;
+  int64_t top = 0, left = 0;
+  size_t out_h = 0, out_w = 0;
+  Resample filter = Resample::kBicubic;
+  ResizeSemantics semantics = ResizeSemantics::kPil;
+};
+
+// One axis: for each output index the first input index, the tap count and the taps (fixed point
+// for kPil, float for kTorch), or for NEAREST the input index alone.
+struct AxisFilter {
+  size_t taps = 0;                 // the most taps any output index has
+  std::vector<int32_t> first, count;
+  std::vector<int32_t> fixed;      // kPil: taps * outputs
+  std::vector<float> weights;      // kTorch: taps * outputs
+};
+
+class Resizer {
+ public:
+  // Checks the spec (sizes, a filter the semantics has) and computes both axes' coefficients.
+  static Result<Resizer> create(const ResizeSpec& spec);
+  const ResizeSpec& spec() const { return spec_; }
+
+  // Scratch one run() call needs for `image` (of the spec's source size).
+  size_t scratch_bytes(const ImageView& image) const;
+  // Writes rows [row_begin, row_end) of the out_h x out_w RGB frame (rows out_w * 3 bytes apart,
+  // starting at `out`). Bands of rows are independent, so threads can split a frame.
+  void run(const ImageView& image, size_t row_begin, size_t row_end, uint8_t* scratch, uint8_t* out) const;
+
+ private:
+  ResizeSpec spec_;
+  bool need_h_ = false, need_v_ = false;
+  AxisFilter h_, v_;
+  size_t col_begin_ = 0, col_end_ = 0;  // the resized columns the crop keeps
+};
+
+}  // namespace patchfuse
