@@ -116,6 +116,43 @@ typedef struct pf_grid {
   int64_t t, h, w;
 } pf_grid;
 
+/** How an image's bytes are laid out (pf_image). Interleaved formats name the bytes in memory
+ *  (RGB = R, G, B). NV12: a Y plane, then one plane of interleaved U, V at half width and height
+ *  (NV21: V, U). I420: Y, U and V planes, U and V at half width and height, their samples
+ *  chroma_pixel_stride bytes apart (Android's YUV_420_888 gives 1 or 2). YUYV: Y0 U Y1 V per
+ *  pixel pair. Odd sizes round the chroma up. Converted as Pillow's convert("RGB") would:
+ *  alpha dropped (not composited), gray replicated; YUV by libyuv with the pf_color_matrix. */
+typedef PF_ENUM(pf_pixel_format) {
+  PF_PIXEL_RGB = 0,
+  PF_PIXEL_BGR = 1,
+  PF_PIXEL_RGBA = 2,
+  PF_PIXEL_BGRA = 3,
+  PF_PIXEL_GRAY8 = 4,
+  PF_PIXEL_NV12 = 5,
+  PF_PIXEL_NV21 = 6,
+  PF_PIXEL_I420 = 7,
+  PF_PIXEL_YUYV = 8
+} pf_pixel_format;
+
+/** YUV -> RGB matrix: BT.601 full range (JPEG's, and most phone camera JPEG pipelines), BT.601
+ *  limited (studio swing: most SD camera and video sources), BT.709 limited (HD video). */
+typedef PF_ENUM(pf_color_matrix) {
+  PF_COLOR_BT601_FULL = 0,
+  PF_COLOR_BT601_LIMITED = 1,
+  PF_COLOR_BT709_LIMITED = 2
+} pf_color_matrix;
+
+/** A camera frame or decoded image of any size. Only read during the call that takes it; no
+ *  padding is needed after any plane. Zero-initialize it, or fill it with pf_image_packed. */
+typedef struct pf_image {
+  pf_pixel_format format;
+  pf_color_matrix matrix;          /**< YUV formats only */
+  int64_t width, height;           /**< pixels; 1 to 32768 per side, at most 2^28 pixels */
+  const uint8_t* planes[3];        /**< interleaved formats: planes[0]; NV12/NV21: Y, UV; I420: Y, U, V */
+  int64_t row_stride_bytes[3];     /**< per plane, at least one row's bytes */
+  int64_t chroma_pixel_stride;     /**< I420 only: 1 (planar) or 2 (semi-planar); 0 means 1 */
+} pf_image;
+
 typedef struct pf_session_options {
   pf_backend backend;
   int32_t threads; /**< >= 1 */
@@ -244,6 +281,48 @@ PF_API pf_status pf_session_frames_grid(const pf_session* session, size_t t, siz
  *          PF_UNSUPPORTED (no preprocessing), PF_OUT_OF_MEMORY, PF_INTERNAL. */
 PF_API pf_status pf_session_run_frames(pf_session* session, const uint8_t* const* frames, size_t t, size_t height,
                                        size_t width, size_t row_stride_bytes, float* output, pf_grid* grid_out);
+
+/** Fills `image` for a tightly packed buffer: rows of width * bytes per pixel, planes one after
+ *  the other (NV12/NV21/I420: the Y plane, then the chroma at ceil(width/2) x ceil(height/2)),
+ *  as camera dumps and most decoders write them.
+ *  @param data  must outlive every call that uses `image`.
+ *  @return PF_OK, PF_INVALID_ARGUMENT (null, unknown format, size out of range). */
+PF_API pf_status pf_image_packed(pf_image* image, pf_pixel_format format, const uint8_t* data, int64_t width,
+                                 int64_t height);
+
+/** The grid (and so the output size) of pf_session_run_image (t = 1) or pf_session_run_video (t
+ *  frames) on images of height x width: the processor's resize target, then its grid.
+ *  @return PF_OK, PF_INVALID_ARGUMENT (null, t == 0, size out of range, aspect ratio above 200),
+ *          PF_UNSUPPORTED (no preprocessing). */
+PF_API pf_status pf_session_images_grid(const pf_session* session, size_t t, int64_t height, int64_t width,
+                                        pf_grid* grid_out);
+
+/** Patch embeddings of an image of any size and pixel format: converted to RGB, resized and
+ *  centre-cropped exactly as the model's Hugging Face processor does (the filter, crop and resize
+ *  semantics stored by patchfuse-convert: `pil` is Pillow's bytes exactly, `torch` is torch's
+ *  float antialiased resize), on the session's threads, then as pf_session_run_frames. The app
+ *  does no resize of its own.
+ *  @param output  float32 [grid.t * grid.h * grid.w, embed_dim] (see pf_session_images_grid).
+ *  @param grid_out  receives the grid; may be null.
+ *  @return PF_OK, PF_INVALID_ARGUMENT (null, unknown format or matrix, size out of range, stride
+ *          too small, a null plane), PF_UNSUPPORTED (no preprocessing), PF_OUT_OF_MEMORY, PF_INTERNAL. */
+PF_API pf_status pf_session_run_image(pf_session* session, const pf_image* image, float* output, pf_grid* grid_out);
+
+/** The same for a video of `t` frames (one size and format), sized by the video processor's rule
+ *  and resize semantics; frames are resized temporal_patch_size at a time.
+ *  @param frames  an array of t images. */
+PF_API pf_status pf_session_run_video(pf_session* session, const pf_image* frames, size_t t, float* output,
+                                      pf_grid* grid_out);
+
+/** The processor's uint8 RGB pixels (HWC, rows width * 3 bytes apart) for `image` as a still image
+ *  (t = 1) or a frame of a t-frame video: what Hugging Face's resize and centre crop give, the
+ *  frame the embeddings are computed from.
+ *  @param rgb_out  capacity_bytes bytes; height_out * width_out * 3 are written. Null with
+ *                  capacity 0 asks the size: PF_INVALID_ARGUMENT, with the size written.
+ *  @return PF_OK, PF_INVALID_ARGUMENT (as pf_session_run_image, or capacity too small; the size is
+ *          still written), PF_UNSUPPORTED (no preprocessing). */
+PF_API pf_status pf_session_preprocess(pf_session* session, const pf_image* image, size_t t, uint8_t* rgb_out,
+                                       size_t capacity_bytes, int64_t* height_out, int64_t* width_out);
 
 /** Releases a session and its packed weights. Null is ignored. */
 PF_API void pf_session_release(pf_session* session);

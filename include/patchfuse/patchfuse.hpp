@@ -130,6 +130,32 @@ class Session {
                ? std::string()
                : std::string(pf_last_error());
   }
+  Expected<pf_grid> images_grid(size_t t, int64_t height, int64_t width) const {
+    pf_grid g{};
+    const pf_status s = pf_session_images_grid(handle_.get(), t, height, width, &g);
+    if (s != PF_OK) return {s, pf_last_error()};
+    return g;
+  }
+  // Any image in (pf_session_run_image / pf_session_run_video); "" on success, else the error.
+  std::string run_image(const pf_image& image, float* output, pf_grid* grid = nullptr) {
+    return pf_session_run_image(handle_.get(), &image, output, grid) == PF_OK ? std::string() : std::string(pf_last_error());
+  }
+  std::string run_video(const pf_image* frames, size_t t, float* output, pf_grid* grid = nullptr) {
+    return pf_session_run_video(handle_.get(), frames, t, output, grid) == PF_OK ? std::string()
+                                                                               : std::string(pf_last_error());
+  }
+  // The processor's RGB frame for `image` (pf_session_preprocess), HWC; its size in `height`, `width`.
+  Expected<std::vector<uint8_t>> preprocess(const pf_image& image, size_t t, int64_t* height, int64_t* width) {
+    int64_t h = 0, w = 0;
+    pf_status s = pf_session_preprocess(handle_.get(), &image, t, nullptr, 0, &h, &w);  // asks the size
+    if (s != PF_OK && h * w == 0) return {s, pf_last_error()};
+    std::vector<uint8_t> rgb(static_cast<size_t>(h * w * 3));
+    s = pf_session_preprocess(handle_.get(), &image, t, rgb.data(), rgb.size(), &h, &w);
+    if (s != PF_OK) return {s, pf_last_error()};
+    if (height != nullptr) *height = h;
+    if (width != nullptr) *width = w;
+    return rgb;
+  }
   pf_session_info info() const {
     pf_session_info i{};
     pf_session_get_info(handle_.get(), &i);

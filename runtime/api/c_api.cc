@@ -89,6 +89,31 @@ pf_backend from_backend(BackendId b) {
   return PF_BACKEND_REFERENCE;
 }
 
+// The checks a C caller's image needs before it is a view (check_image does the rest).
+Result<ImageView> to_view(const char* fn, const pf_image* image) {
+  PF_CHECK(image != nullptr, Code::kInvalidArgument, fn, ": image must not be null");
+  PF_CHECK(image->width > 0 && image->height > 0 && image->chroma_pixel_stride >= 0, Code::kInvalidArgument, fn,
+           ": image size ", image->width, "x", image->height, " and chroma_pixel_stride ", image->chroma_pixel_stride,
+           " must be positive (stride: 0 for 1)");
+  PF_CHECK(static_cast<uint32_t>(image->format) <= PF_PIXEL_YUYV && static_cast<uint32_t>(image->matrix) <= PF_COLOR_BT709_LIMITED,
+           Code::kInvalidArgument, fn, ": pixel format ", static_cast<int>(image->format), " or colour matrix ",
+           static_cast<int>(image->matrix), " is not one of pf_pixel_format / pf_color_matrix");
+  ImageView v;
+  v.format = static_cast<PixelFormat>(image->format);
+  v.matrix = static_cast<ColorMatrix>(image->matrix);
+  v.width = static_cast<size_t>(std::min<int64_t>(image->width, INT32_MAX));
+  v.height = static_cast<size_t>(std::min<int64_t>(image->height, INT32_MAX));
+  v.chroma_pixel_stride = image->chroma_pixel_stride == 0 ? 1 : static_cast<size_t>(image->chroma_pixel_stride);
+  for (int p = 0; p < 3; ++p) {
+    PF_CHECK(image->row_stride_bytes[p] >= 0, Code::kInvalidArgument, fn, ": row stride ", image->row_stride_bytes[p],
+             " of plane ", p, " is negative");
+    v.planes[p] = image->planes[p];
+    v.row_stride[p] = static_cast<size_t>(image->row_stride_bytes[p]);
+  }
+  PF_RETURN_IF_ERROR(check_image(v, fn));
+  return v;
+}
+
 pf_precision from_precision(Precision p) {
   switch (p) {
     case Precision::kF32: return PF_PRECISION_F32;
@@ -342,6 +367,95 @@ pf_status pf_session_run_frames(pf_session* session, const uint8_t* const* frame
     if (!s.ok()) return fail(s.error());
     if (grid_out != nullptr) *grid_out = pf_grid{g.t, g.h, g.w};
     return PF_OK;
+  });
+}
+
+pf_status pf_image_packed(pf_image* image, pf_pixel_format format, const uint8_t* data, int64_t width, int64_t height) {
+  if (image == nullptr || data == nullptr) return fail(PF_INVALID_ARGUMENT, "pf_image_packed: null argument");
+  if (static_cast<uint32_t>(format) > PF_PIXEL_YUYV || width < 1 || height < 1 || width > 32768 || height > 32768) {
+    return fail(PF_INVALID_ARGUMENT, cat("pf_image_packed: format ", static_cast<int>(format), " and size ", width, "x",
+                                         height, " must be a pf_pixel_format and 1..32768 per side"));
+  }
+  *image = pf_image{};
+  image->format = format;
+  image->width = width;
+  image->height = height;
+  const int64_t cw = (width + 1) / 2, ch = (height + 1) / 2;
+  const uint8_t* p = data;
+  const auto plane = [&](int i, int64_t stride, int64_t rows) {
+    image->planes[i] = p;
+    image->row_stride_bytes[i] = stride;
+    p += stride * rows;
+  };
+  switch (format) {
+    case PF_PIXEL_RGB:
+    case PF_PIXEL_BGR: plane(0, width * 3, height); break;
+    case PF_PIXEL_RGBA:
+    case PF_PIXEL_BGRA: plane(0, width * 4, height); break;
+    case PF_PIXEL_GRAY8: plane(0, width, height); break;
+    case PF_PIXEL_NV12:
+    case PF_PIXEL_NV21:
+      plane(0, width, height);
+      plane(1, cw * 2, ch);
+      break;
+    case PF_PIXEL_I420:
+      plane(0, width, height);
+      plane(1, cw, ch);
+      plane(2, cw, ch);
+      break;
+    case PF_PIXEL_YUYV: plane(0, cw * 4, height); break;
+  }
+  return PF_OK;
+}
+
+pf_status pf_session_images_grid(const pf_session* session, size_t t, int64_t height, int64_t width, pf_grid* grid_out) {
+  if (session == nullptr || grid_out == nullptr) return fail(PF_INVALID_ARGUMENT, "pf_session_images_grid: null argument");
+  if (height < 1 || width < 1) {
+    return fail(PF_INVALID_ARGUMENT, cat("pf_session_images_grid: image size ", height, "x", width, " must be positive"));
+  }
+  return guarded("pf_session_images_grid", [&] {
+    Result<FrameGrid> g = session->session->images_grid(t, static_cast<size_t>(height), static_cast<size_t>(width));
+    if (!g.ok()) return fail(g.error());
+    *grid_out = pf_grid{g->t, g->h, g->w};
+    return PF_OK;
+  });
+}
+
+pf_status pf_session_run_video(pf_session* session, const pf_image* frames, size_t t, float* output, pf_grid* grid_out) {
+  if (session == nullptr || frames == nullptr) return fail(PF_INVALID_ARGUMENT, "pf_session_run_video: null argument");
+  return guarded("pf_session_run_video", [&] {
+    std::vector<ImageView> views;
+    for (size_t f = 0; f < t; ++f) {
+      Result<ImageView> v = to_view(cat("pf_session_run_video: frame ", f).c_str(), &frames[f]);
+      if (!v.ok()) return fail(v.error());
+      views.push_back(*v);
+    }
+    FrameGrid g;
+    Status s = session->session->run_images(views.data(), t, output, &g);
+    if (!s.ok()) return fail(s.error());
+    if (grid_out != nullptr) *grid_out = pf_grid{g.t, g.h, g.w};
+    return PF_OK;
+  });
+}
+
+pf_status pf_session_run_image(pf_session* session, const pf_image* image, float* output, pf_grid* grid_out) {
+  if (image == nullptr) return fail(PF_INVALID_ARGUMENT, "pf_session_run_image: image must not be null");
+  return pf_session_run_video(session, image, 1, output, grid_out);
+}
+
+pf_status pf_session_preprocess(pf_session* session, const pf_image* image, size_t t, uint8_t* rgb_out,
+                                size_t capacity_bytes, int64_t* height_out, int64_t* width_out) {
+  if (session == nullptr || height_out == nullptr || width_out == nullptr) {
+    return fail(PF_INVALID_ARGUMENT, "pf_session_preprocess: null argument");
+  }
+  return guarded("pf_session_preprocess", [&] {
+    Result<ImageView> v = to_view("pf_session_preprocess", image);
+    if (!v.ok()) return fail(v.error());
+    size_t h = 0, w = 0;
+    Status s = session->session->preprocess(*v, t, rgb_out, capacity_bytes, &h, &w);
+    *height_out = static_cast<int64_t>(h);
+    *width_out = static_cast<int64_t>(w);
+    return s.ok() ? PF_OK : fail(s.error());
   });
 }
 

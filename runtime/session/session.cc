@@ -120,6 +120,40 @@ Result<Session::FramesKernel*> Session::frames_kernel(bool still) {
   return slot.get();
 }
 
+template <class T>
+void Session::gather_on_threads(FramesKernel& k, const uint8_t* const* frames, size_t t, size_t row_stride,
+                                const FrameGrid& grid, int64_t begin, int64_t end, T* rows) {
+  // One contiguous range of blocks per thread, so each gather call sets up its row planes once.
+  const Preprocessing& p = *module_.preprocessing;
+  const int64_t parts = std::min<int64_t>(end - begin, k.kernel->threads());
+  const bool still = t == 1;
+  k.kernel->parallelize(static_cast<size_t>(parts), [&](size_t i) {
+    const auto part = static_cast<int64_t>(i);
+    gather_rows(frames, t, row_stride, grid, p, module_.geometry.in_channels, still, begin + (end - begin) * part / parts,
+                begin + (end - begin) * (part + 1) / parts, rows);
+  });
+}
+
+template <class Gather>
+Status Session::gather_and_run(FramesKernel& k, const FrameGrid& g, float* output, const Gather& gather) {
+  // Rows in the kernel's own input type: a bf16 kernel gets bf16 rows, with no f32 pass between.
+  const auto rows = static_cast<size_t>(g.rows());
+  const size_t count = rows * static_cast<size_t>(k.folded.k);
+  if (precision_ == Precision::kInt8) {
+    rows_u8_.resize(count);
+    gather(rows_u8_.data());
+    return k.kernel->run_u8(rows_u8_.data(), rows, output);
+  }
+  if (k.kernel->takes_bf16()) {
+    rows_bf16_.resize(count);
+    gather(rows_bf16_.data());
+    return k.kernel->run_bf16(rows_bf16_.data(), rows, output);
+  }
+  rows_.resize(count);
+  gather(rows_.data());
+  return k.kernel->run(rows_.data(), rows, output);
+}
+
 Status Session::run_frames(const uint8_t* const* frames, size_t t, size_t height, size_t width, size_t row_stride,
                            float* output, FrameGrid* grid) {
   PF_CHECK(frames != nullptr && output != nullptr, Code::kInvalidArgument, "run_frames: frames and output must not be null");
@@ -128,41 +162,119 @@ Status Session::run_frames(const uint8_t* const* frames, size_t t, size_t height
   PF_CHECK(row_stride >= width * channels, Code::kInvalidArgument, "run_frames: row_stride_bytes ", row_stride,
            " is less than width * channels = ", width * channels);
   for (size_t f = 0; f < t; ++f) PF_CHECK(frames[f] != nullptr, Code::kInvalidArgument, "run_frames: frame ", f, " is null");
-  const bool still = t == 1;
   try {
-    PF_ASSIGN_OR_RETURN(FramesKernel * k, frames_kernel(still));
-    const auto rows = static_cast<size_t>(g.rows());
-    const size_t count = rows * static_cast<size_t>(k->folded.k);
-    const Preprocessing& p = *module_.preprocessing;
-    const int64_t channels = module_.geometry.in_channels;
-    // Rows in the kernel's own input type: a bf16 kernel gets bf16 rows, with no f32 pass between.
-    // The gather runs on the kernel's threads, one contiguous range of blocks per thread (so each
-    // gather call sets up its row planes once).
-    const int64_t blocks = gather_block_count(g, p);
-    const int64_t parts = std::min<int64_t>(blocks, k->kernel->threads());
-    const auto gather_on_threads = [&](auto* rows) {
-      k->kernel->parallelize(static_cast<size_t>(parts), [&](size_t i) {
-        const auto part = static_cast<int64_t>(i);
-        gather_rows(frames, t, row_stride, g, p, channels, still, blocks * part / parts, blocks * (part + 1) / parts, rows);
-      });
-    };
-    if (precision_ == Precision::kInt8) {
-      rows_u8_.resize(count);
-      gather_on_threads(rows_u8_.data());
-      PF_RETURN_IF_ERROR(k->kernel->run_u8(rows_u8_.data(), rows, output));
-    } else if (k->kernel->takes_bf16()) {
-      rows_bf16_.resize(count);
-      gather_on_threads(rows_bf16_.data());
-      PF_RETURN_IF_ERROR(k->kernel->run_bf16(rows_bf16_.data(), rows, output));
-    } else {
-      rows_.resize(count);
-      gather_on_threads(rows_.data());
-      PF_RETURN_IF_ERROR(k->kernel->run(rows_.data(), rows, output));
-    }
+    PF_ASSIGN_OR_RETURN(FramesKernel * k, frames_kernel(t == 1));
+    const int64_t blocks = gather_block_count(g, *module_.preprocessing);
+    PF_RETURN_IF_ERROR(gather_and_run(*k, g, output, [&](auto* rows) {
+      gather_on_threads(*k, frames, t, row_stride, g, 0, blocks, rows);
+    }));
   } catch (const std::bad_alloc&) {
     return make_error(Code::kOutOfMemory, cat("run_frames: out of memory for ", t, " frames of ", height, "x", width));
   }
   if (grid != nullptr) *grid = g;
+  return {};
+}
+
+namespace {
+
+bool same_spec(const ResizeSpec& a, const ResizeSpec& b) {
+  return a.src_h == b.src_h && a.src_w == b.src_w && a.resized_h == b.resized_h && a.resized_w == b.resized_w &&
+         a.top == b.top && a.left == b.left && a.out_h == b.out_h && a.out_w == b.out_w && a.filter == b.filter &&
+         a.semantics == b.semantics;
+}
+
+}  // namespace
+
+Result<const Resizer*> Session::resizer(size_t t, size_t height, size_t width) {
+  PF_CHECK(module_.preprocessing.has_value(), Code::kUnsupported, "module ", module_.path,
+           " has no preprocessing (convert the checkpoint with its preprocessor_config.json), so it cannot take images");
+  PF_CHECK(t >= 1, Code::kInvalidArgument, "images: t = 0; at least one image is needed");
+  const Preprocessing& p = *module_.preprocessing;
+  PF_ASSIGN_OR_RETURN(const ResizeSpec spec, frame_resize_spec(p, t == 1 ? 0 : static_cast<int64_t>(t), height, width));
+  if (!resizer_ || !same_spec(resizer_->spec(), spec)) {
+    PF_ASSIGN_OR_RETURN(Resizer r, Resizer::create(spec));
+    resizer_ = std::move(r);
+  }
+  return &*resizer_;
+}
+
+void Session::resize_on_threads(Kernel& kernel, const Resizer& r, const ImageView& image, uint8_t* out) {
+  const size_t rows = r.spec().out_h;
+  const size_t parts = std::min<size_t>(rows, static_cast<size_t>(kernel.threads()));
+  resize_scratch_.resize(parts);
+  for (auto& s : resize_scratch_) s.resize(r.scratch_bytes(image));
+  kernel.parallelize(parts, [&](size_t i) {
+    r.run(image, rows * i / parts, rows * (i + 1) / parts, resize_scratch_[i].data(), out);
+  });
+}
+
+Result<FrameGrid> Session::images_grid(size_t t, size_t height, size_t width) const {
+  PF_CHECK(module_.preprocessing.has_value(), Code::kUnsupported, "module ", module_.path,
+           " has no preprocessing (convert the checkpoint with its preprocessor_config.json), so it cannot take images");
+  PF_ASSIGN_OR_RETURN(const ResizeSpec spec,
+                      frame_resize_spec(*module_.preprocessing, t == 1 ? 0 : static_cast<int64_t>(t), height, width));
+  return frames_grid(t, spec.out_h, spec.out_w);
+}
+
+Status Session::run_images(const ImageView* images, size_t t, float* output, FrameGrid* grid) {
+  PF_CHECK(images != nullptr && output != nullptr, Code::kInvalidArgument, "run_images: images and output must not be null");
+  PF_CHECK(t >= 1, Code::kInvalidArgument, "run_images: t = 0; at least one image is needed");
+  for (size_t f = 0; f < t; ++f) {
+    PF_RETURN_IF_ERROR(check_image(images[f], f == 0 ? "run_images: image 0" : cat("run_images: image ", f).c_str()));
+    PF_CHECK(images[f].width == images[0].width && images[f].height == images[0].height &&
+                 images[f].format == images[0].format,
+             Code::kInvalidArgument, "run_images: image ", f, " is ", images[f].width, "x", images[f].height, " ",
+             pixel_format_name(images[f].format), " but image 0 is ", images[0].width, "x", images[0].height, " ",
+             pixel_format_name(images[0].format), "; a video's frames share one size and format");
+  }
+  try {
+    PF_ASSIGN_OR_RETURN(const Resizer* r, resizer(t, images[0].height, images[0].width));
+    const ResizeSpec& spec = r->spec();
+    PF_ASSIGN_OR_RETURN(const FrameGrid g, frames_grid(t, spec.out_h, spec.out_w));
+    PF_ASSIGN_OR_RETURN(FramesKernel * k, frames_kernel(t == 1));
+    // A time step's blocks read only its own temporal_patch_size frames, so frames are resized a
+    // group at a time into the same buffers; the gather finds them through `frames`.
+    const Preprocessing& p = *module_.preprocessing;
+    const auto tps = static_cast<size_t>(t == 1 ? 1 : p.temporal_patch_size);
+    const size_t frame_bytes = spec.out_h * spec.out_w * 3;
+    resized_.resize(tps);
+    for (auto& f : resized_) f.resize(frame_bytes);
+    std::vector<const uint8_t*> frames(t, nullptr);
+    const int64_t blocks_per_t = gather_block_count(g, p) / g.t;
+    PF_RETURN_IF_ERROR(gather_and_run(*k, g, output, [&](auto* rows) {
+      for (int64_t gt = 0; gt < g.t; ++gt) {
+        for (size_t i = 0; i < tps; ++i) {
+          const size_t f = std::min(static_cast<size_t>(gt) * tps + i, t - 1);  // an odd count repeats the last
+          if (frames[f] != nullptr) continue;
+          resize_on_threads(*k->kernel, *r, images[f], resized_[i].data());
+          frames[f] = resized_[i].data();
+        }
+        gather_on_threads(*k, frames.data(), t, spec.out_w * 3, g, gt * blocks_per_t, (gt + 1) * blocks_per_t, rows);
+      }
+    }));
+    if (grid != nullptr) *grid = g;
+  } catch (const std::bad_alloc&) {
+    return make_error(Code::kOutOfMemory, cat("run_images: out of memory for ", t, " images of ", images[0].width, "x",
+                                              images[0].height));
+  }
+  return {};
+}
+
+Status Session::preprocess(const ImageView& image, size_t t, uint8_t* out, size_t capacity, size_t* height,
+                           size_t* width) {
+  PF_CHECK(height != nullptr && width != nullptr, Code::kInvalidArgument, "preprocess: height and width must not be null");
+  PF_RETURN_IF_ERROR(check_image(image, "preprocess"));
+  try {
+    PF_ASSIGN_OR_RETURN(const Resizer* r, resizer(t, image.height, image.width));
+    const ResizeSpec& spec = r->spec();
+    *height = spec.out_h;
+    *width = spec.out_w;
+    PF_CHECK(out != nullptr && capacity >= spec.out_h * spec.out_w * 3, Code::kInvalidArgument, "preprocess: the ", spec.out_h, "x",
+             spec.out_w, " frame takes ", spec.out_h * spec.out_w * 3, " bytes; capacity is ", capacity);
+    resize_on_threads(main_kernel(), *r, image, out);
+  } catch (const std::bad_alloc&) {
+    return make_error(Code::kOutOfMemory, cat("preprocess: out of memory for a ", image.width, "x", image.height, " image"));
+  }
   return {};
 }
 

@@ -8,7 +8,9 @@
 #include <string>
 
 #include "runtime/backends/backend.h"
+#include "runtime/frames/pixel_formats.h"
 #include "runtime/frames/preprocessing.h"
+#include "runtime/frames/resize.h"
 #include "runtime/frames/weight_transforms.h"
 
 namespace patchfuse {
@@ -37,6 +39,17 @@ class Session {
   Status run_frames(const uint8_t* const* frames, size_t t, size_t height, size_t width, size_t row_stride,
                     float* output, FrameGrid* grid);
 
+  // Any image in: t images of one size and pixel format (a still image, or a video's frames),
+  // each resized and cropped exactly as the processor does (frame_resize_spec: the image rule and
+  // semantics for t = 1, the video's otherwise) on the kernel's threads, then the frames path.
+  // Scratch: temporal_patch_size resized frames (one for a still image) and a few filter rows
+  // per thread, kept for the next run.
+  Result<FrameGrid> images_grid(size_t t, size_t height, size_t width) const;
+  Status run_images(const ImageView* images, size_t t, float* output, FrameGrid* grid);
+  // The processor's uint8 RGB pixels of `image` (a still image for t = 1, else one frame of a
+  // t-frame video): *height x *width x 3 bytes into `out`, which holds `capacity` bytes.
+  Status preprocess(const ImageView& image, size_t t, uint8_t* out, size_t capacity, size_t* height, size_t* width);
+
   const Backend& backend() const { return *backend_; }
   Precision precision() const { return precision_; }
   bool fused() const { return fused_; }
@@ -55,14 +68,30 @@ class Session {
     std::unique_ptr<Kernel> kernel;
   };
   Result<FramesKernel*> frames_kernel(bool still);
+  // Gathers the rows for `grid` in the kernel's input type, `gather(rows)` filling them on the
+  // kernel's threads, then runs the kernel.
+  template <class Gather>
+  Status gather_and_run(FramesKernel& k, const FrameGrid& grid, float* output, const Gather& gather);
+  // Gathers blocks [begin, end) of `grid` from `frames` into `rows`, one contiguous range per thread.
+  template <class T>
+  void gather_on_threads(FramesKernel& k, const uint8_t* const* frames, size_t t, size_t row_stride,
+                         const FrameGrid& grid, int64_t begin, int64_t end, T* rows);
+  // The resize for t images of height x width, made once per spec and reused.
+  Result<const Resizer*> resizer(size_t t, size_t height, size_t width);
+  // Resizes `image` into `out` (the resizer's out_h x out_w x 3) on `kernel`'s threads.
+  void resize_on_threads(Kernel& kernel, const Resizer& r, const ImageView& image, uint8_t* out);
   Result<std::unique_ptr<Kernel>> create_kernel(const ModuleView& module, const Int8Weights* int8 = nullptr) const;
   // The pixel_values kernel, or (int8 sessions, which have none) the still-image frames kernel.
   const Kernel& main_kernel() const { return kernel_ ? *kernel_ : *still_->kernel; }
+  Kernel& main_kernel() { return kernel_ ? *kernel_ : *still_->kernel; }
   int threads_ = 1;
   std::unique_ptr<FramesKernel> still_, video_;
   std::vector<float> rows_;          // gathered rows, reused across runs (f32 kernels)
   std::vector<uint16_t> rows_bf16_;  // the same for kernels that take bf16 rows
   std::vector<uint8_t> rows_u8_;     // and for int8 kernels
+  std::optional<Resizer> resizer_;   // the last images' resize
+  std::vector<std::vector<uint8_t>> resized_;  // resized frames (temporal_patch_size at most)
+  std::vector<std::vector<uint8_t>> resize_scratch_;  // per thread
   // The module as backends and the frames code see it: a Conv2d's geometry as_conv3d(), the same
   // bytes otherwise. Views point into the model, which outlives the session.
   ModuleView module_;
