@@ -112,11 +112,16 @@ TEST_F(BenchCli, Int8ReportsItsErrorOnFrames) {
 TEST_F(BenchCli, ImageErrorsNameTheRule) {
   EXPECT_EQ(bench("--image 56").exit_code, 2);
   EXPECT_EQ(bench("--image 0x56").exit_code, 2);
-  const CommandResult wrong = bench("--backend reference --image 50x56");
-  EXPECT_EQ(wrong.exit_code, 1);
-  EXPECT_NE(wrong.err.find("--image 50x56: frames: size 50x56 (height x width) is not a multiple of patch_size * "
-                           "merge_size = 28; Hugging Face resizes this image to 56x56"),
+  // Any source size: the runtime resizes it to the processor's size, and the bench says to which.
+  const CommandResult resized = bench("--backend reference --image 50x56 --runs 2 --warmup 0");
+  EXPECT_EQ(resized.exit_code, 0) << resized.err;
+  EXPECT_NE(resized.out.find("1 synthetic rgb frame of 50x56 (seed 1) -> the processor's 56x56 -> 16 patches"),
             std::string::npos)
+      << resized.out;
+  EXPECT_NE(resized.out.find("conversion + resize 50x56 rgb -> 56x56: p50 "), std::string::npos) << resized.out;
+  const CommandResult wrong = bench("--backend reference --image 1x300");
+  EXPECT_EQ(wrong.exit_code, 1);
+  EXPECT_NE(wrong.err.find("--image 1x300: smart_resize: image size 1x300 has an aspect ratio above 200"), std::string::npos)
       << wrong.err;
   // A model converted without preprocessor_config.json cannot take frames, and says why.
   SampleSpec spec;

@@ -168,7 +168,7 @@ TEST_F(RunCli, ImageThroughEveryBackendMatchesPytorch) {
         EXPECT_NE(r.err.find("not built"), std::string::npos) << r.err;
         continue;
       }
-      EXPECT_NE(r.out.find("1 frame of 448x448 (already the model's size)"), std::string::npos) << r.out;
+      EXPECT_NE(r.out.find("1 frame of 448x448 (height x width) (the processor's size)"), std::string::npos) << r.out;
       EXPECT_NE(r.out.find("image_grid_thw [1, 32, 32]: 1024 patches"), std::string::npos) << r.out;
       const pf_precision computed = printed_precision(r.out);
       ASSERT_NE(computed, PF_PRECISION_AUTO) << r.out;
@@ -177,20 +177,23 @@ TEST_F(RunCli, ImageThroughEveryBackendMatchesPytorch) {
     }
   }
   EXPECT_GE(ran, 4);
-  // A size that is not the model's is resized (and says so); a model without preprocessing refuses.
+  // A size that is not the model's is resized by the runtime (and says so); a model without
+  // preprocessing refuses.
   testing::write_bytes(dir_ / "x.ppm", [] {
     std::string ppm = "P6\n100 60\n255\n" + std::string(100 * 60 * 3, '\x40');
     return std::vector<uint8_t>(ppm.begin(), ppm.end());
   }());
   CommandResult r = run_cli((dir_ / "f.pfb") + " --image " + (dir_ / "x.ppm") + " --output " + out() + " --backend reference");
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_NE(r.out.find("1 frame of 60x100 resized to 56x112"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("1 frame of 60x100 (height x width) -> the processor's 56x112 (resized by the runtime)"),
+            std::string::npos)
+      << r.out;
   std::remove(out().c_str());
   const std::string golden = std::string(PATCHFUSE_GOLDEN_DIR) + "/qwen2_vl_f32";  // no preprocessor_config.json
   ASSERT_NO_FATAL_FAILURE(convert(golden, "g.pfb"));
   expect_failure((dir_ / "g.pfb") + " --image " + (dir_ / "x.ppm") + " --output " + out(), "has no preprocessing");
   testing::write_text(dir_ / "bad.png", "not a png");
-  expect_failure((dir_ / "f.pfb") + " --image " + (dir_ / "bad.png") + " --output " + out(), "bad.png: cannot decode the image");
+  expect_failure((dir_ / "f.pfb") + " --image " + (dir_ / "bad.png") + " --output " + out(), "bad.png: not an image this tool decodes");
 }
 
 // --frames is a video: its frames are sized by the model's video rule (Qwen3-VL's fixture stores
@@ -204,7 +207,7 @@ TEST_F(RunCli, FramesAreSizedByTheVideoRule) {
   for (const auto& row : table) {
     if (row.contains("frames") && row["frames"] == 3 && row["variant"] == "glm4v" && row["patch_size"] == 16 &&
         !row["cap"] && row["height"] == 480 && row["width"] == 640) {
-      want = "3 frames of 480x640 resized to " + std::to_string(row["resized"][0].get<int>()) + "x" +
+      want = "3 frames of 480x640 (height x width) -> the processor's " + std::to_string(row["resized"][0].get<int>()) + "x" +
              std::to_string(row["resized"][1].get<int>());
     }
   }
@@ -220,7 +223,7 @@ TEST_F(RunCli, FramesAreSizedByTheVideoRule) {
   EXPECT_NE(r.out.find(want), std::string::npos) << want << "\n" << r.out;
   const CommandResult image = run_cli((dir_ / "f.pfb") + " --image " + f + " --output " + out() + " --backend reference");
   ASSERT_EQ(image.exit_code, 0) << image.err;
-  EXPECT_EQ(image.out.find(want.substr(want.find(" resized"))), std::string::npos) << "the image rule differs here\n"
+  EXPECT_EQ(image.out.find(want.substr(want.find(" -> "))), std::string::npos) << "the image rule differs here\n"
                                                                                     << image.out;
 }
 

@@ -19,7 +19,7 @@
 #include "patchfuse/patchfuse.hpp"
 #include "runtime/core/output_file.h"
 #include "cli/command_line.h"
-#include "tools/image_frames.h"
+#include "tools/image_files.h"
 #include "tools/output_diff.h"
 #include "tools/machine_info.h"
 #include "cli/npy.h"
@@ -63,7 +63,7 @@ Stats stats_of(std::vector<double> v) {
 }
 
 struct Options {
-  std::string model, input, json, pin, module, image;
+  std::string model, input, json, pin, module, image, format = "rgb";
   std::vector<std::string> backends = {"auto"}, precisions = {"auto"};
   std::vector<int> threads = {1};
   std::vector<size_t> patches = {1024};
@@ -88,6 +88,7 @@ struct Measured {
   double init_ms = 0, first_ms = 0;
   std::vector<double> runs_ms;
   double int8_error = -1;  // int8 frames: max |y - f32 reference| / max |f32 reference|; -1: not int8
+  std::vector<double> preprocess_ms;  // frames: the conversion + resize alone (pf_session_preprocess), run for run
 };
 
 }  // namespace
@@ -111,8 +112,11 @@ int main(int argc, char** argv) {
   app.add_option("--module", o.module, "Module path when the model has several");
   app.add_option("--pin", o.pin, "Pin the process (and its threads) to these CPUs, e.g. 0,1");
   app.add_option("--json", o.json, "Write every figure, the machine and the configuration as JSON");
-  app.add_option("--image", o.image, "HxW: also time the frames path on a still image of this size (e.g. 448x448), "
-                                     "beside the pixel_values path on its patches");
+  app.add_option("--image", o.image, "HxW: also time the frames path on a synthetic camera image of this size "
+                                     "(e.g. 720x1280; resized to the processor's size inside), beside the pixel_values "
+                                     "path on its patches, and its conversion + resize alone");
+  app.add_option("--format", o.format, "Pixel format of the --image source: rgb|bgr|rgba|bgra|gray8|nv12|nv21|i420|yuyv")
+      ->check(CLI::IsMember(patchfuse::keys_of(patchfuse::pixel_format_names())));
   app.add_option("--frames", o.frames, "Frames of the --image video (1 = still image)")->check(CLI::Range(1, 4096));
   if (auto code = patchfuse::parse_command_line(app, argc, argv, "patchfuse-bench")) return *code;
   auto fail = [](const std::string& m) {
@@ -158,9 +162,11 @@ int main(int argc, char** argv) {
   ::stat(o.model.c_str(), &st);
   const double model_mb = static_cast<double>(st.st_size) / (1 << 20);
 
-  // --image: the frames and their grid; N is the grid's row count.
-  patchfuse::LoadedFrames frames;
-  std::vector<const uint8_t*> frame_ptrs;
+  // --image: synthetic source frames, their grid (N is its row count) and the resized frame's buffer.
+  std::vector<patchfuse::Image> sources;
+  std::vector<pf_image> views;
+  std::vector<uint8_t> resized;
+  int64_t resized_h = 0, resized_w = 0;
   if (!o.image.empty()) {
     unsigned long h = 0, w = 0;
     char x = 0, extra = 0;
@@ -169,14 +175,19 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "patchfuse-bench: usage error: --image '%s' must be HxW, e.g. 448x448\n", o.image.c_str());
       return 2;
     }
-    frames = patchfuse::synthetic_frames(o.frames, h, w, o.seed);
-    frame_ptrs = frames.pointers();
+    for (size_t f = 0; f < o.frames; ++f) {
+      sources.push_back(patchfuse::synthetic_image(patchfuse::pixel_format_names().at(o.format), h, w, o.seed + static_cast<uint32_t>(f)));
+    }
+    for (const auto& src : sources) views.push_back(src.view());
     pf_session_options so = patchfuse::default_options();
     so.backend = PF_BACKEND_REFERENCE;
     auto s = patchfuse::Session::create(*probe, index, so);
     if (!s) return fail(o.model + ": " + s.error());
-    auto grid = s->frames_grid(o.frames, h, w);
+    auto grid = s->images_grid(o.frames, static_cast<int64_t>(h), static_cast<int64_t>(w));
     if (!grid) return fail(o.model + ": --image " + o.image + ": " + grid.error());
+    auto frame = s->preprocess(views[0], views.size(), &resized_h, &resized_w);
+    if (!frame) return fail(o.model + ": --image " + o.image + ": " + frame.error());
+    resized = std::move(*frame);
     o.patches = {static_cast<size_t>(grid->t * grid->h * grid->w)};
   }
   const size_t max_n = *std::max_element(o.patches.begin(), o.patches.end());
@@ -203,15 +214,20 @@ int main(int argc, char** argv) {
 
   std::vector<Variant> paths;
   for (bool f : {false, true}) {
-    if (f && frame_ptrs.empty()) continue;
+    if (f && views.empty()) continue;
     if (o.path != "unfused") paths.push_back({PF_PATH_FUSED, f});
     if (o.path != "fused") paths.push_back({PF_PATH_UNFUSED, f});
   }
   // One timed call of variant `v` on a session.
   auto run = [&](patchfuse::Session& s, const Variant& v, size_t n) {
-    return v.frames ? s.run_frames(frame_ptrs.data(), frame_ptrs.size(), frames.height, frames.width, frames.width * 3,
-                                   output.data())
-                    : s.run(input.data(), n, output.data());
+    return v.frames ? s.run_video(views.data(), views.size(), output.data()) : s.run(input.data(), n, output.data());
+  };
+  // The frames path's conversion + resize alone, into the same buffer every time.
+  auto preprocess = [&](patchfuse::Session& s) {
+    int64_t h = 0, w = 0;
+    return pf_session_preprocess(s.get(), &views[0], views.size(), resized.data(), resized.size(), &h, &w) == PF_OK
+               ? std::string()
+               : std::string(pf_last_error());
   };
 
   ojson results = ojson::array();
@@ -219,9 +235,11 @@ int main(int argc, char** argv) {
               k, out, info.dtype == PF_DTYPE_F32 ? "f32" : info.dtype == PF_DTYPE_F16 ? "f16" : "bf16", model_mb,
               machine.cpu_model.c_str(), machine.architecture.c_str(), machine.online_cpus,
               machine.emulated ? " [EMULATED: not a speed measurement]" : "");
-  if (!frame_ptrs.empty()) {
-    std::printf("frames: %zu synthetic frame%s of %zux%zu (seed %u) -> %zu patches; pixel_values rows are timed on the same N\n",
-                frame_ptrs.size(), frame_ptrs.size() == 1 ? "" : "s", frames.height, frames.width, o.seed, max_n);
+  if (!views.empty()) {
+    std::printf("frames: %zu synthetic %s frame%s of %zux%zu (seed %u) -> the processor's %lldx%lld -> %zu patches; "
+                "pixel_values rows are timed on the same N\n",
+                views.size(), o.format.c_str(), views.size() == 1 ? "" : "s", sources[0].height, sources[0].width, o.seed,
+                static_cast<long long>(resized_h), static_cast<long long>(resized_w), max_n);
   }
   std::printf("%-9s %-9s %-13s %3s %6s | %8s %8s | %8s %8s %8s %8s %8s %8s | %8s %7s %s\n", "backend", "precision", "path", "thr",
               "N", "init_ms", "first_ms", "p50_ms", "p90_ms", "p99_ms", "min_ms", "mean_ms", "std_ms", "GFLOP/s", "rss_MB",
@@ -266,9 +284,7 @@ int main(int argc, char** argv) {
               ro.backend = PF_BACKEND_REFERENCE;
               auto ref = patchfuse::Session::create(*model, index, ro);
               std::vector<float> y(output.begin(), output.begin() + static_cast<std::ptrdiff_t>(n * out)), want(n * out);
-              m[p].error = ref ? ref->run_frames(frame_ptrs.data(), frame_ptrs.size(), frames.height, frames.width,
-                                                 frames.width * 3, want.data())
-                               : ref.error();
+              m[p].error = ref ? ref->run_video(views.data(), views.size(), want.data()) : ref.error();
               m[p].int8_error = patchfuse::output_diff(y, want).relative();
             }
             models[p].emplace(std::move(*model));
@@ -287,6 +303,11 @@ int main(int argc, char** argv) {
               const auto t = Clock::now();
               m[p].error = run(*sessions[p], paths[p], n);
               m[p].runs_ms.push_back(ms_since(t));
+              if (paths[p].frames && m[p].error.empty()) {
+                const auto tp = Clock::now();
+                m[p].error = preprocess(*sessions[p]);
+                m[p].preprocess_ms.push_back(ms_since(tp));
+              }
             }
           }
           const double rss = peak_rss_mb();
@@ -323,13 +344,21 @@ int main(int argc, char** argv) {
             ++ran;
             const pf_session_info& si = m[p].info;
             // GFLOP/s of the GEMM actually run: a Conv3d's still-image frames path has K = C*P*P.
-            const bool summed = paths[p].frames && frame_ptrs.size() == 1 && info.spatial_rank == 3;
+            const bool summed = paths[p].frames && views.size() == 1 && info.spatial_rank == 3;
             const size_t k_run = summed ? k / static_cast<size_t>(info.kernel[0]) : k;
             const double gflops = 2.0 * static_cast<double>(n) * static_cast<double>(k_run) * static_cast<double>(out) / (s[p].p50 * 1e6);
             std::printf("%-9s %-9s %-13s %3d %6zu | %8.3f %8.3f | %8.4f %8.4f %8.4f %8.4f %8.4f %8.4f | %8.1f %7.1f %s\n",
                         pf_backend_name(si.backend), patchfuse::precision_text(si.precision), path_name.c_str(), si.threads, n,
                         m[p].init_ms, m[p].first_ms, s[p].p50, s[p].p90, s[p].p99, s[p].min, s[p].mean, s[p].std, gflops, rss,
                         speedup > 0 ? ("x" + std::to_string(speedup).substr(0, 5)).c_str() : "");
+            if (!m[p].preprocess_ms.empty()) {
+              const double pre = stats_of(m[p].preprocess_ms).p50;
+              std::printf("%-9s   conversion + resize %zux%zu %s -> %lldx%lld: p50 %.4f ms = %.1f%% of the frames run\n", "",
+                          sources[0].height, sources[0].width, o.format.c_str(), static_cast<long long>(resized_h),
+                          static_cast<long long>(resized_w), pre, 100.0 * pre / s[p].p50);
+              j["preprocess_p50_ms"] = pre;
+              j["preprocess_share_of_p50"] = pre / s[p].p50;
+            }
             if (m[p].int8_error >= 0) {
               std::printf("%-9s   int8 vs the f32 model on these frames: max |err| %.3g of max |ref|\n", "", m[p].int8_error);
               j["int8_max_error_of_max_ref"] = m[p].int8_error;
@@ -371,7 +400,7 @@ int main(int argc, char** argv) {
          {{"backends", o.backends}, {"precisions", o.precisions}, {"threads", o.threads}, {"patches", o.patches},
           {"path", o.path}, {"warmup", o.warmup}, {"runs", o.runs}, {"min_time_s", o.min_time},
           {"input", o.input.empty() ? "synthetic, seed " + std::to_string(o.seed) : o.input},
-          {"image", o.image}, {"frames", frame_ptrs.size()}}},
+          {"image", o.image}, {"image_format", o.format}, {"frames", views.size()}}},
         {"results", results}};
     const std::string text = doc.dump(2) + "\n";
     patchfuse::Status w = patchfuse::write_file_atomically(o.json, std::vector<uint8_t>(text.begin(), text.end()));

@@ -1,4 +1,4 @@
-// The command-line spellings of backends and precisions, shared by patchfuse-run and
+// The command-line spellings of backends, precisions, pixel formats and colour matrices, shared by patchfuse-run and
 // patchfuse-bench so both accept and print the same words.
 #pragma once
 
@@ -20,6 +20,19 @@ inline const std::map<std::string, pf_precision>& precision_names() {
   static const std::map<std::string, pf_precision> m = {
       {"auto", PF_PRECISION_AUTO}, {"f32", PF_PRECISION_F32}, {"bf16", PF_PRECISION_BF16}, {"f16", PF_PRECISION_F16},
       {"int8", PF_PRECISION_INT8}};
+  return m;
+}
+
+inline const std::map<std::string, pf_pixel_format>& pixel_format_names() {
+  static const std::map<std::string, pf_pixel_format> m = {
+      {"rgb", PF_PIXEL_RGB},   {"bgr", PF_PIXEL_BGR},   {"rgba", PF_PIXEL_RGBA}, {"bgra", PF_PIXEL_BGRA}, {"gray8", PF_PIXEL_GRAY8},
+      {"nv12", PF_PIXEL_NV12}, {"nv21", PF_PIXEL_NV21}, {"i420", PF_PIXEL_I420}, {"yuyv", PF_PIXEL_YUYV}};
+  return m;
+}
+
+inline const std::map<std::string, pf_color_matrix>& color_matrix_names() {
+  static const std::map<std::string, pf_color_matrix> m = {
+      {"bt601_full", PF_COLOR_BT601_FULL}, {"bt601_limited", PF_COLOR_BT601_LIMITED}, {"bt709_limited", PF_COLOR_BT709_LIMITED}};
   return m;
 }
 

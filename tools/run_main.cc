@@ -8,7 +8,7 @@
 
 #include "patchfuse/patchfuse.hpp"
 #include "cli/command_line.h"
-#include "tools/image_frames.h"
+#include "tools/image_files.h"
 #include "tools/output_diff.h"
 #include "cli/npy.h"
 #include "tools/option_names.h"
@@ -30,16 +30,31 @@ struct Job {
 
 int main(int argc, char** argv) {
   CLI::App app{"patchfuse-run: run a patch embedding of a .pfb model on .npy patches or on images"};
-  std::string model_path, input_path, image_path, output_path, module, backend = "auto", precision = "auto";
+  std::string model_path, input_path, image_path, yuv_path, output_path, module, backend = "auto", precision = "auto";
+  std::string format = "nv12", size, matrix = "bt601_limited", write_resized;
   std::vector<std::string> frame_paths;
   int threads = 1;
-  bool no_fuse = false, compare = false;
+  bool no_fuse = false, compare = false, no_exif = false;
+  uint64_t max_pixels = patchfuse::kDefaultMaxPixels;
   app.add_option("MODEL", model_path, "Model .pfb")->required();
   auto* input_opt = app.add_option("--input", input_path, "float32 .npy, [N, C*kt*kh*kw] or [N, C, (kt,) kh, kw] (patch rows)");
-  auto* image_opt = app.add_option("--image", image_path, "A still image (PNG, JPEG, PPM, BMP, ...), preprocessed as Hugging Face does");
+  auto* image_opt = app.add_option("--image", image_path, "A still image of any size (JPEG, PNG, PPM, BMP, ...), decoded as Pillow "
+                                                          "decodes it and preprocessed as Hugging Face does");
   auto* frames_opt = app.add_option("--frames", frame_paths, "Video frames, comma-separated image files of one size")->delimiter(',');
-  input_opt->excludes(image_opt)->excludes(frames_opt);
-  image_opt->excludes(frames_opt);
+  auto* yuv_opt = app.add_option("--yuv", yuv_path, "A raw camera frame (packed planes), with --format and --size");
+  app.add_option("--format", format, "--yuv pixel format: nv12|nv21|i420|yuyv|rgb|bgr|rgba|bgra|gray8")
+      ->check(CLI::IsMember(patchfuse::keys_of(patchfuse::pixel_format_names())));
+  auto* size_opt = app.add_option("--size", size, "--yuv frame size WxH, e.g. 1920x1080");
+  app.add_option("--matrix", matrix, "--yuv colour matrix: bt601_full|bt601_limited|bt709_limited")
+      ->check(CLI::IsMember(patchfuse::keys_of(patchfuse::color_matrix_names())));
+  app.add_flag("--no-exif", no_exif, "Do not apply the EXIF orientation (Hugging Face's load_image applies it)");
+  app.add_option("--max-pixels", max_pixels, "Refuse images with more pixels (default 178956970, Pillow's bomb limit)")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--write-resized", write_resized, "Also write the processor's resized RGB frame (the first one) as a PNG");
+  yuv_opt->needs(size_opt);
+  input_opt->excludes(image_opt)->excludes(frames_opt)->excludes(yuv_opt);
+  image_opt->excludes(frames_opt)->excludes(yuv_opt);
+  frames_opt->excludes(yuv_opt);
   app.add_option("--output", output_path, "Output .npy, float32 [N, embed_dim]")->required();
   app.add_option("--backend", backend, "auto|reference|onednn|xnnpack")->check(CLI::IsMember(patchfuse::keys_of(patchfuse::backend_names())));
   app.add_option("--threads", threads, "Threads")->check(CLI::Range(1, 1024));
@@ -48,9 +63,17 @@ int main(int argc, char** argv) {
   app.add_flag("--no-fuse", no_fuse, "Run the original convolution instead of the fused GEMM");
   app.add_flag("--compare-reference", compare, "Also run the reference backend and print the difference");
   if (auto code = patchfuse::parse_command_line(app, argc, argv, "patchfuse-run")) return *code;
-  if (input_path.empty() && image_path.empty() && frame_paths.empty()) {
-    std::fprintf(stderr, "patchfuse-run: usage error: one of --input, --image or --frames is required (see --help)\n");
+  if (input_path.empty() && image_path.empty() && frame_paths.empty() && yuv_path.empty()) {
+    std::fprintf(stderr, "patchfuse-run: usage error: one of --input, --image, --frames or --yuv is required (see --help)\n");
     return 2;
+  }
+  size_t yuv_w = 0, yuv_h = 0;
+  if (!yuv_path.empty()) {
+    char x = 0, extra = 0;
+    if (std::sscanf(size.c_str(), "%zu%c%zu%c", &yuv_w, &x, &yuv_h, &extra) != 3 || x != 'x' || yuv_w == 0 || yuv_h == 0) {
+      std::fprintf(stderr, "patchfuse-run: usage error: --size '%s' must be WxH, e.g. 1920x1080\n", size.c_str());
+      return 2;
+    }
   }
 
   auto model = patchfuse::Model::open_file(model_path);
@@ -70,8 +93,8 @@ int main(int argc, char** argv) {
 
   Job job;
   patchfuse::NpyArray x;
-  patchfuse::LoadedFrames frames;
-  std::vector<const uint8_t*> frame_ptrs;
+  std::vector<patchfuse::Image> images;
+  std::vector<pf_image> views;
   if (!input_path.empty()) {
     auto read = patchfuse::read_npy(input_path);
     if (!read.ok()) return fail(read.error().message);
@@ -94,19 +117,32 @@ int main(int argc, char** argv) {
     const float* input = reinterpret_cast<const float*>(x.bytes.data());
     job.run = [&job, input](patchfuse::Session& s, float* out) { return s.run(input, job.rows, out); };
   } else {
+    // Images: decoded here, resized and cropped by the runtime as the model's processor does.
     if (!image_path.empty()) frame_paths = {image_path};
-    auto loaded = patchfuse::load_frames(frame_paths, *model, index);
-    if (!loaded) return fail(model_path + ": " + loaded.error());
-    frames = std::move(*loaded);
-    frame_ptrs = frames.pointers();
-    std::printf("%zu frame%s of %zux%zu%s\n", frames.frames.size(), frames.frames.size() == 1 ? "" : "s", frames.source_height,
-                frames.source_width,
-                frames.resized ? (" resized to " + std::to_string(frames.height) + "x" + std::to_string(frames.width) +
-                                  " (stb_image_resize, not PIL's bicubic)").c_str()
-                               : " (already the model's size)");
-    job.run = [&frames, &frame_ptrs](patchfuse::Session& s, float* out) {
-      return s.run_frames(frame_ptrs.data(), frame_ptrs.size(), frames.height, frames.width, frames.width * 3, out);
-    };
+    if (!yuv_path.empty()) {
+      auto raw = patchfuse::read_raw_image(yuv_path, patchfuse::pixel_format_names().at(format), yuv_w, yuv_h);
+      if (!raw) return fail(raw.error());
+      images.push_back(std::move(*raw));
+    }
+    patchfuse::DecodeOptions decode;
+    decode.exif = !no_exif;
+    decode.max_pixels = max_pixels;
+    for (const std::string& file : frame_paths) {
+      auto img = patchfuse::decode_image(file, decode);
+      if (!img) return fail(img.error());
+      if (!images.empty() && (img->width != images[0].width || img->height != images[0].height)) {
+        return fail(file + ": frame size " + std::to_string(img->width) + "x" + std::to_string(img->height) +
+                    " (width x height) differs from the first frame's " + std::to_string(images[0].width) + "x" +
+                    std::to_string(images[0].height));
+      }
+      if (img->orientation != 1) std::printf("%s: EXIF orientation %d applied\n", file.c_str(), img->orientation);
+      images.push_back(std::move(*img));
+    }
+    for (const patchfuse::Image& img : images) {
+      views.push_back(img.view());
+      views.back().matrix = patchfuse::color_matrix_names().at(matrix);
+    }
+    job.run = [&views](patchfuse::Session& s, float* out) { return s.run_video(views.data(), views.size(), out); };
   }
 
   pf_session_options o = patchfuse::default_options();
@@ -116,14 +152,28 @@ int main(int argc, char** argv) {
   o.path = no_fuse ? PF_PATH_UNFUSED : PF_PATH_FUSED;
   auto session = patchfuse::Session::create(*model, index, o);
   if (!session) return fail(model_path + ": module " + info.path + ": " + session.error());
-  if (!frame_ptrs.empty()) {
-    auto grid = session->frames_grid(frame_ptrs.size(), frames.height, frames.width);
+  if (!views.empty()) {
+    int64_t rh = 0, rw = 0;
+    auto resized = session->preprocess(views[0], views.size(), &rh, &rw);
+    if (!resized) return fail(model_path + ": module " + info.path + ": " + resized.error());
+    std::printf("%zu frame%s of %zux%zu (height x width)%s\n", views.size(), views.size() == 1 ? "" : "s",
+                images[0].height, images[0].width,
+                images[0].height == static_cast<size_t>(rh) && images[0].width == static_cast<size_t>(rw)
+                    ? " (the processor's size)"
+                    : (" -> the processor's " + std::to_string(rh) + "x" + std::to_string(rw) + " (resized by the runtime)").c_str());
+    if (!write_resized.empty()) {
+      const std::string err = patchfuse::write_png(write_resized, resized->data(), static_cast<size_t>(rw), static_cast<size_t>(rh));
+      if (!err.empty()) return fail(err);
+      std::printf("wrote %s: the processor's %lldx%lld RGB frame\n", write_resized.c_str(), static_cast<long long>(rh),
+                  static_cast<long long>(rw));
+    }
+    auto grid = session->images_grid(views.size(), static_cast<int64_t>(images[0].height), static_cast<int64_t>(images[0].width));
     if (!grid) return fail(model_path + ": module " + info.path + ": " + grid.error());
     job.rows = static_cast<size_t>(grid->t * grid->h * grid->w);
     std::printf("image_grid_thw [%lld, %lld, %lld]: %zu patches%s\n", static_cast<long long>(grid->t),
                 static_cast<long long>(grid->h), static_cast<long long>(grid->w), job.rows,
                 info.spatial_rank == 2     ? " (Conv2d: one image per frame, patches in raster order)"
-                : frame_ptrs.size() == 1 ? " (still image: weights summed over time, K = C*P*P)"
+                : views.size() == 1 ? " (still image: weights summed over time, K = C*P*P)"
                                          : "");
   }
   std::vector<float> y(job.rows * static_cast<size_t>(info.embed_dim));

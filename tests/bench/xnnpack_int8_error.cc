@@ -18,7 +18,7 @@
 #include "runtime/frames/gather.h"
 #include "runtime/frames/weight_transforms.h"
 #include "runtime/model/model_file.h"
-#include "tools/image_frames.h"
+#include "tools/image_files.h"
 
 using namespace patchfuse;
 
@@ -35,7 +35,7 @@ int main(int argc, char** argv) {
   auto file = open_model_file(o.output);
   auto model = Model::open_file(o.output);
   if (!model) return std::fprintf(stderr, "%s\n", model.error().c_str()), 1;
-  auto frames = load_frames({dir + "/image_448.png"}, *model, 0);
+  auto frames = decode_image(dir + "/image_448.png", DecodeOptions());  // already the model's size
   auto want_npy = read_npy(dir + "/expected_image_448.npy");
   if (!file.ok() || !frames || !want_npy.ok()) return std::fprintf(stderr, "cannot load %s\n", dir.c_str()), 1;
   const ModuleView& m = file->view.modules.at(0);
@@ -43,10 +43,10 @@ int main(int argc, char** argv) {
   const FoldedWeights f = fold_normalization(m, p, true);
   const Int8Weights q = quantize_int8(f);
   const auto k = static_cast<size_t>(f.k), out = f.bias.size();
-  const FrameGrid g = frame_grid(p, 1, frames->height, frames->width).value();
+  const FrameGrid g = frame_grid(p, 1, frames->height, frames->width).value();  // refuses any other size
   const auto n = static_cast<size_t>(g.rows());
   std::vector<uint8_t> rows(n * k);
-  const uint8_t* frame = frames->frames[0].data();
+  const uint8_t* frame = frames->bytes.data();
   gather_rows(&frame, 1, frames->width * 3, g, p, 3, true, 0, gather_block_count(g, p), rows.data());
   std::vector<int8_t> x(n * k + XNN_EXTRA_BYTES);  // qs8 pixels: u8 - 128, zero point 0, scale 1
   for (size_t i = 0; i < n * k; ++i) x[i] = static_cast<int8_t>(static_cast<int>(rows[i]) - 128);
