@@ -11,8 +11,11 @@
 #include "tests/support/model_builder.h"
 #include "tests/support/test_util.h"
 #include "tests/support/tolerance.h"
+#include "tools/image_files.h"
 #include "tools/option_names.h"
 #include "cli/npy.h"
+
+#include <libyuv/convert_argb.h>
 
 namespace patchfuse {
 namespace {
@@ -37,9 +40,9 @@ class RunCli : public ::testing::Test {
   }
   // Converts `checkpoint` with patchfuse-convert to dir_/name (callers wrap it in
   // ASSERT_NO_FATAL_FAILURE).
-  void convert(const std::string& checkpoint, const std::string& name) {
-    const CommandResult c =
-        testing::run_command(std::string(PATCHFUSE_CONVERT_BIN) + " convert " + checkpoint + " -o " + (dir_ / name));
+  void convert(const std::string& checkpoint, const std::string& name, const std::string& flags = "") {
+    const CommandResult c = testing::run_command(std::string(PATCHFUSE_CONVERT_BIN) + " convert " + checkpoint + " -o " +
+                                                 (dir_ / name) + " " + flags);
     ASSERT_EQ(c.exit_code, 0) << c.err;
   }
   std::string model() const { return dir_ / "m.pfb"; }
@@ -194,6 +197,77 @@ TEST_F(RunCli, ImageThroughEveryBackendMatchesPytorch) {
   expect_failure((dir_ / "g.pfb") + " --image " + (dir_ / "x.ppm") + " --output " + out(), "has no preprocessing");
   testing::write_text(dir_ / "bad.png", "not a png");
   expect_failure((dir_ / "f.pfb") + " --image " + (dir_ / "bad.png") + " --output " + out(), "bad.png: not an image this tool decodes");
+}
+
+// The camera issue's acceptance check: a 1280x720 JPEG and a 480x640 PNG through patchfuse-run
+// --image for a Qwen2-VL-, a SigLIP- and a CLIP-shaped model give what Hugging Face's pipeline
+// gives (Pillow decode and resize, the processor's normalize and patchify, PyTorch's Conv3d or
+// Conv2d: tests/fixtures/images/make_images.py) within the bound of the precision each run
+// reports, and the resized frame the tool writes is Pillow's, byte for byte.
+TEST_F(RunCli, CameraImagesMatchHuggingFacesPipeline) {
+  const std::string dir = std::string(PATCHFUSE_IMAGES_DIR) + "/e2e";
+  ASSERT_NO_FATAL_FAILURE(convert(std::string(PATCHFUSE_FRAMES_DIR) + "/qwen2_vl", "qwen2_vl.pfb"));
+  ASSERT_NO_FATAL_FAILURE(convert(dir + "/siglip", "siglip.pfb", "--fusion conv2d_patch_embeddings"));
+  ASSERT_NO_FATAL_FAILURE(convert(dir + "/clip", "clip.pfb", "--fusion conv2d_patch_embeddings"));
+  const auto cases = nlohmann::json::parse(testing::read_bytes(std::string(PATCHFUSE_IMAGES_DIR) + "/cases.json"))["e2e"];
+  ASSERT_EQ(cases.size(), 6u);
+  for (const auto& c : cases) {
+    const std::string model = dir_ / (c["model"].get<std::string>() + ".pfb"), image = dir + "/" + c["image"].get<std::string>();
+    auto expected = read_npy(dir + "/" + c["expected"].get<std::string>());
+    ASSERT_TRUE(expected.ok()) << expected.error().message;
+    const std::vector<double> want = expected->to_double();
+    for (const char* backend : {"auto", "reference"}) {
+      const std::string resized = dir_ / "resized.png";
+      const CommandResult r = run_cli(model + " --image " + image + " --output " + out() + " --backend " + backend +
+                                      " --threads 2 --write-resized " + resized);
+      ASSERT_EQ(r.exit_code, 0) << r.err;
+      const pf_precision computed = printed_precision(r.out);
+      ASSERT_NE(computed, PF_PRECISION_AUTO) << r.out;
+      EXPECT_TRUE(testing::within_bound(output(), want, computed)) << c.dump() << "\n" << r.out;
+      const auto grid = c["grid"];
+      EXPECT_NE(r.out.find("image_grid_thw [" + std::to_string(grid[0].get<int>()) + ", " + std::to_string(grid[1].get<int>()) +
+                           ", " + std::to_string(grid[2].get<int>()) + "]"),
+                std::string::npos)
+          << r.out;
+      auto written = decode_image(resized, DecodeOptions());
+      auto pillow = decode_image(dir + "/" + c["resized_png"].get<std::string>(), DecodeOptions());
+      ASSERT_TRUE(written) << written.error();
+      ASSERT_TRUE(pillow) << pillow.error();
+      EXPECT_EQ(written->bytes, pillow->bytes) << c.dump() << ": the resized frame must be Pillow's, byte for byte";
+      std::remove(out().c_str());
+    }
+  }
+}
+
+// A raw NV12 dump gives the embeddings of the RGB image libyuv makes of it (here written as a PNG
+// and passed to --image), and a dump of the wrong size is refused.
+TEST_F(RunCli, RawCameraDumpsGoThroughTheRuntimesConversion) {
+  ASSERT_NO_FATAL_FAILURE(convert(std::string(PATCHFUSE_FRAMES_DIR) + "/qwen2_vl", "q.pfb"));
+  const size_t w = 64, h = 48;
+  std::vector<uint8_t> nv12(w * h + w * h / 2);
+  for (size_t i = 0; i < nv12.size(); ++i) nv12[i] = static_cast<uint8_t>((i * 2654435761u) >> 13);
+  testing::write_bytes(dir_ / "f.nv12", nv12);
+  std::vector<uint8_t> argb(w * h * 4), rgb(w * h * 3);  // libyuv's ARGB is B, G, R, A in memory
+  libyuv::NV12ToARGBMatrix(nv12.data(), w, nv12.data() + w * h, w, argb.data(), w * 4, &libyuv::kYuvI601Constants, w, h);
+  for (size_t i = 0; i < w * h; ++i) {
+    rgb[3 * i] = argb[4 * i + 2], rgb[3 * i + 1] = argb[4 * i + 1], rgb[3 * i + 2] = argb[4 * i];
+  }
+  ASSERT_EQ(write_png(dir_ / "f.png", rgb.data(), w, h), "");
+  const std::string q = dir_ / "q.pfb";
+  const CommandResult from_png = run_cli(q + " --image " + (dir_ / "f.png") + " --output " + out());
+  ASSERT_EQ(from_png.exit_code, 0) << from_png.err;
+  const std::vector<double> want = output();
+  std::remove(out().c_str());
+  const CommandResult from_nv12 =
+      run_cli(q + " --yuv " + (dir_ / "f.nv12") + " --format nv12 --size 64x48 --matrix bt601_limited --output " + out());
+  ASSERT_EQ(from_nv12.exit_code, 0) << from_nv12.err;
+  EXPECT_NE(from_nv12.out.find("1 frame of 48x64 (height x width) -> the processor's 56x56"), std::string::npos) << from_nv12.out;
+  EXPECT_EQ(output(), want);
+  std::remove(out().c_str());
+  expect_failure(q + " --yuv " + (dir_ / "f.nv12") + " --format nv12 --size 64x50 --output " + out(),
+                 "4608 bytes, but one packed 64x50 frame of this format is 4800 bytes");
+  EXPECT_EQ(run_cli(q + " --yuv " + (dir_ / "f.nv12") + " --format nv12 --output " + out()).exit_code, 2) << "--size is needed";
+  EXPECT_EQ(run_cli(q + " --yuv " + (dir_ / "f.nv12") + " --size 64 --output " + out()).exit_code, 2);
 }
 
 // --frames is a video: its frames are sized by the model's video rule (Qwen3-VL's fixture stores
