@@ -64,7 +64,7 @@ set(CPACK_DEBIAN_PACKAGE_PRIORITY optional)
 set(CPACK_DEBIAN_PACKAGE_HOMEPAGE "https://localhost/patchfuse")
 
 set(CPACK_DEBIAN_RUNTIME_PACKAGE_NAME ${lib_package})
-set(CPACK_DEBIAN_RUNTIME_PACKAGE_DEPENDS "${cxx_depends}, ${backend_depends}")
+set(CPACK_DEBIAN_RUNTIME_PACKAGE_DEPENDS "${cxx_depends}, ${backend_depends}, libyuv0")
 set(CPACK_DEBIAN_RUNTIME_PACKAGE_MULTIARCH same)
 set(CPACK_DEBIAN_RUNTIME_PACKAGE_SHLIBDEPS OFF)
 set(CPACK_DEBIAN_RUNTIME_PACKAGE_CONTROL_EXTRA ${CMAKE_CURRENT_BINARY_DIR}/debian/triggers ${CMAKE_CURRENT_BINARY_DIR}/debian/shlibs)
@@ -85,7 +85,7 @@ conversion, and patchfuse.pc for pkg-config.")
 
 set(CPACK_DEBIAN_TOOLS_PACKAGE_NAME patchfuse-tools)
 set(CPACK_DEBIAN_TOOLS_PACKAGE_SECTION utils)
-set(CPACK_DEBIAN_TOOLS_PACKAGE_DEPENDS "${lib_package} ${same_version}, libstb0, ${cxx_depends}")
+set(CPACK_DEBIAN_TOOLS_PACKAGE_DEPENDS "${lib_package} ${same_version}, libstb0, libjpeg62-turbo, libpng16-16, ${cxx_depends}")
 set(CPACK_DEBIAN_TOOLS_PACKAGE_MULTIARCH foreign)
 set(CPACK_COMPONENT_TOOLS_DESCRIPTION "patch-embedding runtime for vision-language models (device tools)
 patchfuse-run runs a .pfb model on .npy pixel_values or on images;

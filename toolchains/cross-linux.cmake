@@ -16,7 +16,9 @@ set(CMAKE_FIND_ROOT_PATH_MODE_PROGRAM NEVER)  # host tools: flatc, qemu
 set(CMAKE_FIND_ROOT_PATH_MODE_LIBRARY ONLY)
 set(CMAKE_FIND_ROOT_PATH_MODE_INCLUDE ONLY)
 set(CMAKE_FIND_ROOT_PATH_MODE_PACKAGE ONLY)
+# Packages put libraries in usr/lib/<triple> and, a few (zlib1g), in lib/<triple>.
 set(_libdir "${PATCHFUSE_SYSROOT}/usr/lib/${PATCHFUSE_TRIPLE}")
-set(CMAKE_EXE_LINKER_FLAGS_INIT "-Wl,-rpath-link,${_libdir}")
-set(CMAKE_SHARED_LINKER_FLAGS_INIT "-Wl,-rpath-link,${_libdir}")
-set(CMAKE_CROSSCOMPILING_EMULATOR ${PATCHFUSE_QEMU} -L /usr/${PATCHFUSE_TRIPLE} -E LD_LIBRARY_PATH=${_libdir})
+set(_rootlibdir "${PATCHFUSE_SYSROOT}/lib/${PATCHFUSE_TRIPLE}")
+set(CMAKE_EXE_LINKER_FLAGS_INIT "-Wl,-rpath-link,${_libdir}:${_rootlibdir}")
+set(CMAKE_SHARED_LINKER_FLAGS_INIT "-Wl,-rpath-link,${_libdir}:${_rootlibdir}")
+set(CMAKE_CROSSCOMPILING_EMULATOR ${PATCHFUSE_QEMU} -L /usr/${PATCHFUSE_TRIPLE} -E LD_LIBRARY_PATH=${_libdir}:${_rootlibdir})

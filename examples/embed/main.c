@@ -16,6 +16,7 @@ static const char* precision_name(pf_precision p) {
     case PF_PRECISION_F32: return "f32";
     case PF_PRECISION_BF16: return "bf16";
     case PF_PRECISION_F16: return "f16";
+    case PF_PRECISION_INT8: return "int8";
   }
   return "?";
 }
@@ -25,16 +26,14 @@ static int fail(const char* what) {
   return 1;
 }
 
-/* Runs `s` on the example input; `rows` receives the number of output rows. */
-static pf_status run(pf_session* s, const pf_module_info* info, const uint8_t* frame, int64_t side,
-                     const float* pixels, size_t n, float* out, size_t* rows) {
+/* Runs `s` on the example input (a camera frame, or pixel rows); `rows` receives the output rows. */
+static pf_status run(pf_session* s, const pf_image* frame, const float* pixels, size_t n, float* out, size_t* rows) {
   if (frame != NULL) {
     pf_grid g;
-    pf_status st = pf_session_run_frames(s, &frame, 1, (size_t)side, (size_t)side, (size_t)side * 3, out, &g);
+    pf_status st = pf_session_run_image(s, frame, out, &g);
     *rows = (size_t)(g.t * g.h * g.w);
     return st;
   }
-  (void)info;
   *rows = n;
   return pf_session_run(s, pixels, n, out);
 }
@@ -60,20 +59,28 @@ int main(int argc, char** argv) {
          info.embed_dim, pf_backend_name(si.backend), si.detail, si.isa, precision_name(si.precision),
          si.note[0] ? ", note: " : "", si.note);
 
-  /* The input: a 224x224-ish camera frame resized to what the model wants, or 64 pixel rows. */
-  uint8_t* frame = NULL;
-  int64_t side = 0, width = 0;
+  /* The input: a camera frame as the camera gives it (640x480 NV12; the runtime converts and
+     resizes it as the model's processor does), or 64 pixel rows for a model without preprocessing. */
+  uint8_t* nv12 = NULL;
+  pf_image camera;
+  pf_image* frame = NULL;
   float* pixels = NULL;
   size_t n = 64, max_rows = n;
   if (info.has_preprocessing) {
-    if (pf_model_frame_size(model, 0, 224, 224, &side, &width) != PF_OK) return fail("frame size");
+    const int64_t cam_w = 640, cam_h = 480;
+    nv12 = malloc((size_t)(cam_w * cam_h * 3 / 2));
+    for (int64_t i = 0; i < cam_w * cam_h * 3 / 2; ++i) nv12[i] = (uint8_t)((i * 7919) % 251);
+    if (pf_image_packed(&camera, PF_PIXEL_NV12, nv12, cam_w, cam_h) != PF_OK) return fail("image");
+    camera.matrix = PF_COLOR_BT601_LIMITED;
+    frame = &camera;
     pf_grid g;
-    if (pf_session_frames_grid(session, 1, (size_t)side, (size_t)width, &g) != PF_OK) return fail("grid");
+    if (pf_session_images_grid(session, 1, cam_h, cam_w, &g) != PF_OK) return fail("grid");
     max_rows = (size_t)(g.t * g.h * g.w);
-    frame = malloc((size_t)(side * width * 3));
-    for (int64_t i = 0; i < side * width * 3; ++i) frame[i] = (uint8_t)((i * 7919) % 251);
-    printf("input: one %lldx%lld RGB frame -> image_grid_thw [%lld, %lld, %lld]\n", (long long)side, (long long)width,
-           (long long)g.t, (long long)g.h, (long long)g.w);
+    int64_t side = 0, width = 0;
+    if (pf_model_frame_size(model, 0, cam_h, cam_w, &side, &width) != PF_OK) return fail("frame size");
+    printf("input: one %lldx%lld NV12 camera frame -> the processor's %lldx%lld -> image_grid_thw [%lld, %lld, %lld]\n",
+           (long long)cam_h, (long long)cam_w, (long long)side, (long long)width, (long long)g.t, (long long)g.h,
+           (long long)g.w);
     /* A video's frames are sized by the video processor's rule, which may depend on the count. */
     int64_t vh = 0, vw = 0;
     if (pf_model_video_frame_size(model, 0, 8, 1080, 1920, &vh, &vw) != PF_OK) return fail("video frame size");
@@ -86,7 +93,7 @@ int main(int argc, char** argv) {
   float* y = malloc(max_rows * (size_t)info.embed_dim * sizeof(float));
   float* ref = malloc(max_rows * (size_t)info.embed_dim * sizeof(float));
   size_t rows = 0;
-  if (run(session, &info, frame, side, pixels, n, y, &rows) != PF_OK) return fail("run");
+  if (run(session, frame, pixels, n, y, &rows) != PF_OK) return fail("run");
 
   /* The reference backend, in f32, on the same input: the oracle. */
   pf_session_options r;
@@ -96,7 +103,7 @@ int main(int argc, char** argv) {
   pf_session* reference = NULL;
   if (pf_session_create(model, 0, &r, &reference) != PF_OK) return fail("reference session");
   size_t ref_rows = 0;
-  if (run(reference, &info, frame, side, pixels, n, ref, &ref_rows) != PF_OK) return fail("reference run");
+  if (run(reference, frame, pixels, n, ref, &ref_rows) != PF_OK) return fail("reference run");
   double max_diff = 0, max_ref = 0;
   for (size_t i = 0; i < rows * (size_t)info.embed_dim; ++i) {
     max_diff = fmax(max_diff, fabs((double)y[i] - ref[i]));
@@ -111,7 +118,7 @@ int main(int argc, char** argv) {
   pf_session_release(reference);
   pf_session_release(session);
   pf_model_release(model);
-  free(frame);
+  free(nv12);
   free(pixels);
   free(y);
   free(ref);

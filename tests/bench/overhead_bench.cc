@@ -11,6 +11,10 @@
 // Int8/...: the int8 frames session on still images of 224, 448 and 896 (N = 256, 1024, 4096)
 // beside RawInt8/...: oneDNN's u8 x s8 matmul (K = 588, per-channel scales fixed at creation, f32
 // bias and output) at the same N, so the int8 session's overhead, gather included, is one ratio.
+// Resize/...: the runtime's resize alone, 1 thread, on the camera sizes the camera issue names
+// (1280x720 RGB -> 728x1288 and 1920x1080 -> 728x1316, BICUBIC; pil and torch semantics; NV12
+// with its conversion), to set beside Pillow's Image.resize on the same sizes
+// (tests/bench/pillow_resize.py, run alternately with this binary by tests/bench/resize_vs_pillow.sh).
 #include <benchmark/benchmark.h>
 
 #include <cmath>
@@ -20,6 +24,7 @@
 
 #include "converter/model_writer.h"
 #include "runtime/frames/gather.h"
+#include "runtime/frames/resize.h"
 #include "patchfuse/patchfuse.hpp"
 
 #ifdef PATCHFUSE_WITH_ONEDNN
@@ -69,7 +74,7 @@ patchfuse::ModuleRecord module_record(bool preprocessed) {
     p.mean = {0.48145466f, 0.4578275f, 0.40821073f};
     p.std = {0.26862954f, 0.26130258f, 0.27577711f};
     p.min_pixels = 3136;
-    p.max_pixels = 12845056;
+    p.max_pixels = 28 * 28 * 1280;  // Qwen2-VL's default: 1920x1080 -> 728x1316
     m.preprocessing = p;
   }
   return m;
@@ -144,6 +149,53 @@ void gather_only(benchmark::State& state) {
   for (auto _ : state) {
     patchfuse::gather_rows(&f, 1, kSide * 3, grid, p, 3, true, 0, patchfuse::gather_block_count(grid, p), rows.data());
     benchmark::DoNotOptimize(rows.data());
+  }
+}
+
+// The resize alone, 1 thread: src_w x src_h of `format` -> out_h x out_w.
+void resize_only(benchmark::State& state, patchfuse::PixelFormat format, patchfuse::ResizeSemantics semantics, size_t src_w,
+                 size_t src_h, size_t out_h, size_t out_w) {
+  const bool nv12 = format == patchfuse::PixelFormat::kNv12;
+  const std::vector<uint8_t> src = random_bytes(nv12 ? src_w * src_h * 3 / 2 : src_w * src_h * 3, 11);
+  patchfuse::ImageView v;
+  v.format = format;
+  v.width = src_w;
+  v.height = src_h;
+  v.planes[0] = src.data();
+  v.row_stride[0] = nv12 ? src_w : src_w * 3;
+  if (nv12) {
+    v.planes[1] = src.data() + src_w * src_h;
+    v.row_stride[1] = src_w;
+  }
+  patchfuse::ResizeSpec s;
+  s.src_h = src_h;
+  s.src_w = src_w;
+  s.resized_h = s.out_h = out_h;
+  s.resized_w = s.out_w = out_w;
+  s.semantics = semantics;
+  const patchfuse::Resizer r = patchfuse::Resizer::create(s).value();
+  std::vector<uint8_t> scratch(r.scratch_bytes(v)), out(out_h * out_w * 3);
+  for (auto _ : state) {
+    r.run(v, 0, out_h, scratch.data(), out.data());
+    benchmark::DoNotOptimize(out.data());
+  }
+}
+
+// A camera image through the whole frames path (conversion, resize, gather, GEMM), on oneDNN f32.
+void camera_run(benchmark::State& state, patchfuse::PixelFormat format, size_t src_w, size_t src_h) {
+  auto model = patchfuse::Model::open_memory(frames_model_bytes().data(), frames_model_bytes().size());
+  pf_session_options o = patchfuse::default_options();
+  o.threads = static_cast<int>(state.range(0));
+  auto session = patchfuse::Session::create(*model, 0, o);
+  const bool nv12 = format == patchfuse::PixelFormat::kNv12;
+  const std::vector<uint8_t> src = random_bytes(nv12 ? src_w * src_h * 3 / 2 : src_w * src_h * 3, 11);
+  pf_image img;
+  pf_image_packed(&img, nv12 ? PF_PIXEL_NV12 : PF_PIXEL_RGB, src.data(), static_cast<int64_t>(src_w), static_cast<int64_t>(src_h));
+  auto grid = session->images_grid(1, static_cast<int64_t>(src_h), static_cast<int64_t>(src_w));
+  std::vector<float> y(static_cast<size_t>(grid->t * grid->h * grid->w) * kOut);
+  session->run_image(img, y.data());
+  for (auto _ : state) {
+    if (!session->run_image(img, y.data()).empty()) state.SkipWithError("run failed");
   }
 }
 
@@ -335,6 +387,19 @@ void args(benchmark::internal::Benchmark* b) {
 #endif
   benchmark::RegisterBenchmark("Gather/448x448", gather_only<float>)->UseRealTime()->Unit(benchmark::kMicrosecond);
   benchmark::RegisterBenchmark("Gather/u8/448x448", gather_only<uint8_t>)->UseRealTime()->Unit(benchmark::kMicrosecond);
+  using patchfuse::PixelFormat;
+  using patchfuse::ResizeSemantics;
+  const auto ms = [](benchmark::internal::Benchmark* b) { b->UseRealTime()->Unit(benchmark::kMillisecond); };
+  benchmark::RegisterBenchmark("Resize/pil/rgb/1280x720->728x1288", resize_only, PixelFormat::kRgb, ResizeSemantics::kPil,
+                               1280, 720, 728, 1288)->Apply(ms);
+  benchmark::RegisterBenchmark("Resize/pil/rgb/1920x1080->728x1316", resize_only, PixelFormat::kRgb, ResizeSemantics::kPil,
+                               1920, 1080, 728, 1316)->Apply(ms);
+  benchmark::RegisterBenchmark("Resize/torch/rgb/1280x720->728x1288", resize_only, PixelFormat::kRgb, ResizeSemantics::kTorch,
+                               1280, 720, 728, 1288)->Apply(ms);
+  benchmark::RegisterBenchmark("Resize/pil/nv12/1920x1080->728x1316", resize_only, PixelFormat::kNv12, ResizeSemantics::kPil,
+                               1920, 1080, 728, 1316)->Apply(ms);
+  benchmark::RegisterBenchmark("Camera/rgb/1280x720", camera_run, PixelFormat::kRgb, 1280, 720)->Arg(1)->Arg(2)->ArgNames({"threads"})->Apply(ms);
+  benchmark::RegisterBenchmark("Camera/nv12/1920x1080", camera_run, PixelFormat::kNv12, 1920, 1080)->Arg(1)->Arg(2)->ArgNames({"threads"})->Apply(ms);
   return true;
 }();
 
