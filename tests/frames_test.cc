@@ -57,11 +57,8 @@ class FramesTest : public ::testing::TestWithParam<const char*> {
     ConvertOptions o;
     o.input = kFixtures + "/" + GetParam();
     o.output = dir_ / "m.pfb";
-    auto r = convert_checkpoint(o);
-    ASSERT_TRUE(r.ok()) << r.error().message;
-    auto m = Model::open_file(o.output);
-    ASSERT_TRUE(m) << m.error();
-    model_.emplace(std::move(*m));
+    model_ = testing::converted_model(o);
+    ASSERT_TRUE(model_);
     ASSERT_EQ(model_->module(0).has_preprocessing, 1);
   }
   Expected<Session> session(pf_backend b, pf_path path, pf_precision p, int threads = 1) const {

@@ -40,11 +40,8 @@ class ImagesTest : public ::testing::Test {
     ConvertOptions o;
     o.input = std::string(PATCHFUSE_FRAMES_DIR) + "/qwen2_vl";
     o.output = dir_ / "m.pfb";
-    auto r = convert_checkpoint(o);
-    ASSERT_TRUE(r.ok()) << r.error().message;
-    auto m = Model::open_file(o.output);
-    ASSERT_TRUE(m) << m.error();
-    model_.emplace(std::move(*m));
+    model_ = testing::converted_model(o);
+    ASSERT_TRUE(model_);
     auto s = testing::make_session(*model_, PF_BACKEND_REFERENCE, PF_PATH_FUSED, PF_PRECISION_F32);
     ASSERT_TRUE(s) << s.error();
     session_.emplace(std::move(*s));

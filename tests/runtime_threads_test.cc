@@ -76,6 +76,7 @@ TEST(RuntimeThreads, SessionsOnSeveralThreadsShareOneModel) {
 
 // The frames path on several threads at once, each session's gather split over its own pool
 // (XNNPACK's pthreadpool with 2 threads): the same bits as one session alone. int8 where offered.
+// Also any image in: an NV12 frame of another size, converted and resized on the same pools.
 TEST(RuntimeThreads, FramesOnSeveralThreads) {
   const std::vector<uint8_t> bytes = testing::make_model(spec(), 4321);
   auto model = Model::open_memory(bytes.data(), bytes.size());
@@ -84,6 +85,10 @@ TEST(RuntimeThreads, FramesOnSeveralThreads) {
   std::vector<uint8_t> frame(h * w * 3);
   for (size_t i = 0; i < frame.size(); ++i) frame[i] = static_cast<uint8_t>((i * 2654435761u) >> 24);
   const uint8_t* f = frame.data();
+  std::vector<uint8_t> nv12(131 * 97 + 66 * 49 * 2);  // 97 wide, 131 tall
+  for (size_t i = 0; i < nv12.size(); ++i) nv12[i] = static_cast<uint8_t>((i * 40503u) >> 7);
+  pf_image camera;
+  ASSERT_EQ(pf_image_packed(&camera, PF_PIXEL_NV12, nv12.data(), 97, 131), PF_OK);
   for (pf_backend backend : kBackends) {
     if (!pf_backend_available(backend)) continue;
     for (pf_precision precision : {PF_PRECISION_AUTO, PF_PRECISION_INT8}) {
@@ -98,20 +103,27 @@ TEST(RuntimeThreads, FramesOnSeveralThreads) {
           EXPECT_EQ(solo.status(), PF_UNSUPPORTED) << solo.error();  // int8 where the backend has none
           continue;
         }
-        std::vector<float> want(rows * out);
+        auto image_grid = solo->images_grid(1, camera.height, camera.width);
+        ASSERT_TRUE(image_grid) << image_grid.error();
+        ASSERT_EQ(image_grid->h * image_grid->w, 10 * 6);  // 131x97 -> smart_resize 140x84
+        std::vector<float> want(rows * out), want_image(static_cast<size_t>(image_grid->h * image_grid->w) * out);
         ASSERT_EQ(solo->run_frames(&f, 1, h, w, w * 3, want.data()), "");
+        ASSERT_EQ(solo->run_image(camera, want_image.data()), "");
         std::vector<std::vector<float>> got(kThreads, std::vector<float>(want.size()));
+        std::vector<std::vector<float>> got_image(kThreads, std::vector<float>(want_image.size()));
         const std::vector<std::string> errors = on_threads([&](int t) -> std::string {
           auto s = Session::create(*model, 0, o);
           if (!s) return s.error();
           for (int rep = 0; rep < 3; ++rep) {
             if (std::string e = s->run_frames(&f, 1, h, w, w * 3, got[t].data()); !e.empty()) return e;
+            if (std::string e = s->run_image(camera, got_image[t].data()); !e.empty()) return e;
           }
           return "";
         });
         for (int t = 0; t < kThreads; ++t) {
           EXPECT_EQ(errors[t], "") << "thread " << t;
           EXPECT_EQ(got[t], want) << "thread " << t;
+          EXPECT_EQ(got_image[t], want_image) << "thread " << t;
         }
       }
     }
