@@ -190,6 +190,43 @@ TEST(ConvertCli, InspectShowsTheVideoRule) {
   }
 }
 
+// The resize the runtime reproduces: the processor's filter and crop from the file, the semantics
+// from --resize / --video-resize (defaults pil and torch), all shown by inspect; torch refuses a
+// filter it does not have, naming the flag, the file and the filter.
+TEST(ConvertCli, ResizeSemanticsAreStoredAndShown) {
+  TempDir dir;
+  const std::string clip = std::string(PATCHFUSE_IMAGES_DIR) + "/e2e/clip";
+  ASSERT_EQ(convert_cli("convert " + clip + " -o " + (dir / "a.pfb") + " --fusion conv2d_patch_embeddings").exit_code, 0);
+  auto pre = nlohmann::json::parse(convert_cli("inspect --json " + (dir / "a.pfb")).out)["modules"][0]["preprocessing"];
+  EXPECT_EQ(pre["resample"], "bicubic");
+  EXPECT_EQ(pre["resize"], nlohmann::json::parse(R"({"image": "pil", "video": "torch"})"));
+  EXPECT_EQ(pre["resize_to"], nlohmann::json::parse(R"({"shortest_edge": 224})"));
+  EXPECT_EQ(pre["center_crop"], true);
+  EXPECT_EQ(pre["size"], nlohmann::json::parse(R"({"height": 224, "width": 224})"));
+  ASSERT_EQ(convert_cli("convert " + clip + " -o " + (dir / "b.pfb") +
+                        " --fusion conv2d_patch_embeddings --resize torch --video-resize pil").exit_code, 0);
+  pre = nlohmann::json::parse(convert_cli("inspect --json " + (dir / "b.pfb")).out)["modules"][0]["preprocessing"];
+  EXPECT_EQ(pre["resize"], nlohmann::json::parse(R"({"image": "torch", "video": "pil"})"));
+  EXPECT_NE(convert_cli("inspect " + (dir / "b.pfb")).out.find(R"("resize":{"image":"torch","video":"pil"})"), std::string::npos);
+
+  ASSERT_EQ(std::system(("cp -r '" + clip + "' '" + (dir / "lanczos") + "'").c_str()), 0);
+  auto config = nlohmann::json::parse(testing::read_bytes(dir / "lanczos/preprocessor_config.json"));
+  config["resample"] = 1;
+  testing::write_text(dir / "lanczos/preprocessor_config.json", config.dump());
+  ASSERT_EQ(convert_cli("convert " + (dir / "lanczos") + " -o " + (dir / "c.pfb") + " --fusion conv2d_patch_embeddings").exit_code, 0);
+  pre = nlohmann::json::parse(convert_cli("inspect --json " + (dir / "c.pfb")).out)["modules"][0]["preprocessing"];
+  EXPECT_EQ(pre["resize"], nlohmann::json::parse(R"({"image": "pil", "video": "pil"})")) << "torch has no lanczos";
+  const CommandResult r = convert_cli("convert " + (dir / "lanczos") + " -o " + (dir / "d.pfb") +
+                                      " --fusion conv2d_patch_embeddings --resize torch");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("--resize torch: " + (dir / "lanczos/preprocessor_config.json") +
+                       "'s resample 1 (lanczos) is not one of torch's interpolations"),
+            std::string::npos)
+      << r.err;
+  EXPECT_FALSE(testing::file_exists(dir / "d.pfb"));
+  EXPECT_EQ(convert_cli("convert " + clip + " -o " + (dir / "e.pfb") + " --resize cubic").exit_code, 2);
+}
+
 TEST(ConvertCli, OriginalLayoutWithFusionDisabled) {
   TempDir dir;
   make_sample(dir / "ckpt", "glm4v", DType::kBF16, 1, 32);

@@ -254,6 +254,43 @@ TEST(ModelFormat, FixedSizePreprocessingIsStoredAndChecked) {
   EXPECT_NE(read_error(build({m})).find("preprocessing video resize value 7 is not qwen2_vl or glm4v"), std::string::npos);
   m.preprocessing->video = VideoResize{ResizeVariant::kGlm4v, 1, 2, false};
   EXPECT_NE(read_error(build({m})).find("fixed-size preprocessing has a video resize"), std::string::npos);
+  m.preprocessing->video.reset();
+
+  // The resize fields (appended in 0.4): read back as written; out-of-range values refused.
+  m.preprocessing->resample = Resample::kLanczos;
+  m.preprocessing->image_semantics = ResizeSemantics::kPil;
+  m.preprocessing->video_semantics = ResizeSemantics::kPil;
+  m.preprocessing->shortest_edge = 400;
+  bytes = build({m});
+  read = read_model(bytes.data(), bytes.size(), "m.pfb");
+  ASSERT_TRUE(read.ok()) << read.error().message;
+  EXPECT_EQ(read->modules.at(0).preprocessing->resample, Resample::kLanczos);
+  EXPECT_EQ(read->modules.at(0).preprocessing->shortest_edge, 400);
+  EXPECT_EQ(read->modules.at(0).preprocessing->video_semantics, ResizeSemantics::kPil);
+  m.preprocessing->resample = static_cast<Resample>(9);
+  EXPECT_NE(read_error(build({m})).find("preprocessing resample 9 is not one of Pillow's filters"), std::string::npos);
+  m.preprocessing->resample = Resample::kLanczos;
+  m.preprocessing->video_semantics = ResizeSemantics::kTorch;
+  EXPECT_NE(read_error(build({m})).find("preprocessing video resize semantics torch has no lanczos filter"),
+            std::string::npos);
+  m.preprocessing->video_semantics = static_cast<ResizeSemantics>(5);
+  EXPECT_NE(read_error(build({m})).find("preprocessing video resize semantics 5 is not pil or torch"), std::string::npos);
+  m.preprocessing->video_semantics = ResizeSemantics::kPil;
+  m.preprocessing->resize_height = 500;
+  EXPECT_NE(read_error(build({m})).find("resize size 500x0 must have both sides or neither"), std::string::npos);
+}
+
+// A file written before 0.4 has no resize fields: BICUBIC, pil for images, torch for videos.
+TEST(ModelFormat, PreprocessingWithoutResizeFieldsTakesTheDefaults) {
+  flatbuffers::FlatBufferBuilder b;
+  fb::PreprocessingBuilder pb(b);
+  b.Finish(pb.Finish());
+  const auto* p = flatbuffers::GetRoot<fb::Preprocessing>(b.GetBufferPointer());
+  EXPECT_EQ(p->resample(), 3);
+  EXPECT_EQ(p->image_resize_semantics(), fb::ResizeSemantics_Pil);
+  EXPECT_EQ(p->video_resize_semantics(), fb::ResizeSemantics_Torch);
+  EXPECT_TRUE(p->do_resize());
+  EXPECT_EQ(p->shortest_edge(), 0);
 }
 
 }  // namespace
