@@ -4,6 +4,9 @@
 #include <libyuv/convert_from_argb.h>
 #include <libyuv/planar_functions.h>
 
+#include <algorithm>
+#include <cstdint>
+
 namespace patchfuse {
 
 const char* pixel_format_name(PixelFormat f) {
@@ -97,9 +100,12 @@ Status check_image(const ImageView& v, const char* where) {
     PF_CHECK(v.row_stride[p] >= l.min_stride[p], Code::kInvalidArgument, where, ": row stride ", v.row_stride[p],
              " of plane ", p, " is less than the ", l.min_stride[p], " bytes a row of a ", v.width, "-pixel-wide ",
              pixel_format_name(v.format), " image takes");
-    // libyuv takes int strides, and every row's address must be computable.
-    PF_CHECK(v.row_stride[p] <= (1u << 30) && v.row_stride[p] * (plane_rows(v, p) - 1) + l.min_stride[p] <= (size_t{1} << 40),
-             Code::kInvalidArgument, where, ": row stride ", v.row_stride[p], " of plane ", p, " is too large");
+    // libyuv takes int strides, and every row's address must be computable (also in a 32-bit
+    // address space): the plane's extent is counted in 64 bits.
+    const uint64_t extent = uint64_t{v.row_stride[p]} * (plane_rows(v, p) - 1) + l.min_stride[p];
+    PF_CHECK(v.row_stride[p] <= (1u << 30) && extent <= std::min<uint64_t>(uint64_t{1} << 40, SIZE_MAX),
+             Code::kInvalidArgument, where, ": row stride ", v.row_stride[p], " of plane ", p, " is too large (the plane spans ",
+             extent, " bytes)");
   }
   return {};
 }
