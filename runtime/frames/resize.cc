@@ -4,6 +4,10 @@
 #include <cmath>
 #include <cstring>
 
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
 namespace patchfuse {
 
 const char* resample_name(Resample r) {
@@ -176,6 +180,125 @@ void nearest_axis(size_t in_size, size_t out_size, ResizeSemantics s, AxisFilter
 }
 
 uint8_t clip8(int32_t v) { return static_cast<uint8_t>(std::clamp(v >> kPrecisionBits, 0, 255)); }
+
+// The pil passes' AVX2 kernels, chosen at run time like the gather's (a plain check, not an ifunc:
+// see gather.cc). Integer sums in another order are the same sums, so the bytes are Pillow's.
+// Horizontal: each output channel is a dot product of 8 consecutive bytes of that channel's plane
+// with 8 coefficients (zero past the output's tap count), four dot products sharing one reduction.
+// Vertical: 8 output values at a time, one multiply-add per tap.
+constexpr size_t kLanes = 8;  // the horizontal kernel's taps: filters with more use the scalar pass
+#if defined(__x86_64__)
+bool cpu_has_avx2() {
+  static const bool avx2 = [] {
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx2") != 0;
+  }();
+  return avx2;
+}
+
+__attribute__((target("avx2"))) __m128i clip8x4(__m128i sum) {
+  const __m128i v = _mm_srai_epi32(_mm_add_epi32(sum, _mm_set1_epi32(1 << (kPrecisionBits - 1))), kPrecisionBits);
+  return _mm_min_epi32(_mm_max_epi32(v, _mm_setzero_si128()), _mm_set1_epi32(255));
+}
+
+__attribute__((target("avx2"))) __m256i dot8(const uint8_t* p, const int32_t* k) {
+  const __m256i v = _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p)));
+  return _mm256_mullo_epi32(v, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(k)));
+}
+
+// planes: R, G, B planes of the source row, `stride` bytes apart, each with kLanes bytes of slack
+// after its last pixel. k8: kLanes coefficients per output. Writes outputs [c0, c1) as RGB.
+__attribute__((target("avx2"))) void pil_horizontal_avx2(const uint8_t* planes, size_t stride, const int32_t* first,
+                                                         const int32_t* k8, size_t c0, size_t c1, uint8_t* dst) {
+  size_t c = c0;
+  // R0..R3 G0..G3 B0..B3 (bytes 0..11 after packing) -> R0 G0 B0 R1 G1 B1 ...
+  const __m128i interleave = _mm_setr_epi8(0, 4, 8, 1, 5, 9, 2, 6, 10, 3, 7, 11, -1, -1, -1, -1);
+  for (; c + 4 <= c1; c += 4) {
+    const int32_t* k = k8 + c * kLanes;
+    __m128i rgb[3];
+    for (size_t ch = 0; ch < 3; ++ch) {
+      const uint8_t* p = planes + ch * stride;
+      const __m256i h = _mm256_hadd_epi32(_mm256_hadd_epi32(dot8(p + first[c], k), dot8(p + first[c + 1], k + 8)),
+                                          _mm256_hadd_epi32(dot8(p + first[c + 2], k + 16), dot8(p + first[c + 3], k + 24)));
+      rgb[ch] = clip8x4(_mm_add_epi32(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1)));
+    }
+    const __m128i bytes = _mm_shuffle_epi8(
+        _mm_packus_epi16(_mm_packus_epi32(rgb[0], rgb[1]), _mm_packus_epi32(rgb[2], _mm_setzero_si128())), interleave);
+    uint8_t* d = dst + (c - c0) * 3;
+    _mm_storel_epi64(reinterpret_cast<__m128i*>(d), bytes);  // 12 bytes, none past this block
+    const int32_t last = _mm_extract_epi32(bytes, 2);
+    std::memcpy(d + 8, &last, 4);
+  }
+  for (; c < c1; ++c) {
+    for (size_t ch = 0; ch < 3; ++ch) {
+      const uint8_t* p = planes + ch * stride + first[c];
+      int32_t sum = 1 << (kPrecisionBits - 1);
+      for (size_t i = 0; i < kLanes; ++i) sum += p[i] * k8[c * kLanes + i];
+      dst[(c - c0) * 3 + ch] = clip8(sum);
+    }
+  }
+}
+
+__attribute__((target("avx2"))) __m128i pick3(__m128i a, __m128i b, __m128i c, __m128i m0, __m128i m1, __m128i m2) {
+  return _mm_or_si128(_mm_or_si128(_mm_shuffle_epi8(a, m0), _mm_shuffle_epi8(b, m1)), _mm_shuffle_epi8(c, m2));
+}
+
+__attribute__((target("avx2"))) void split_planes_avx2(const uint8_t* rgb, size_t width, uint8_t* planes, size_t stride) {
+  // 16 pixels (48 bytes) at a time: each 16-byte third holds 5 or 6 bytes of each channel; one
+  // shuffle per third gathers them, and ORing the three thirds' shuffles puts 16 in order.
+  const __m128i r0 = _mm_setr_epi8(0, 3, 6, 9, 12, 15, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1);
+  const __m128i r1 = _mm_setr_epi8(-1, -1, -1, -1, -1, -1, 2, 5, 8, 11, 14, -1, -1, -1, -1, -1);
+  const __m128i r2 = _mm_setr_epi8(-1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, 1, 4, 7, 10, 13);
+  const __m128i g0 = _mm_setr_epi8(1, 4, 7, 10, 13, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1);
+  const __m128i g1 = _mm_setr_epi8(-1, -1, -1, -1, -1, 0, 3, 6, 9, 12, 15, -1, -1, -1, -1, -1);
+  const __m128i g2 = _mm_setr_epi8(-1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, 2, 5, 8, 11, 14);
+  const __m128i b0 = _mm_setr_epi8(2, 5, 8, 11, 14, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1);
+  const __m128i b1 = _mm_setr_epi8(-1, -1, -1, -1, -1, 1, 4, 7, 10, 13, -1, -1, -1, -1, -1, -1);
+  const __m128i b2 = _mm_setr_epi8(-1, -1, -1, -1, -1, -1, -1, -1, -1, -1, 0, 3, 6, 9, 12, 15);
+  size_t x = 0;
+  for (; x + 16 <= width; x += 16) {
+    const __m128i a = _mm_loadu_si128(reinterpret_cast<const __m128i*>(rgb + 3 * x));
+    const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(rgb + 3 * x + 16));
+    const __m128i c = _mm_loadu_si128(reinterpret_cast<const __m128i*>(rgb + 3 * x + 32));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(planes + x), pick3(a, b, c, r0, r1, r2));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(planes + stride + x), pick3(a, b, c, g0, g1, g2));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(planes + 2 * stride + x), pick3(a, b, c, b0, b1, b2));
+  }
+  for (; x < width; ++x) {
+    planes[x] = rgb[3 * x];
+    planes[stride + x] = rgb[3 * x + 1];
+    planes[2 * stride + x] = rgb[3 * x + 2];
+  }
+}
+
+__attribute__((target("avx2"))) void pil_vertical_avx2(const uint8_t* const* rows, const int32_t* k, int32_t count, size_t n,
+                                                       uint8_t* out) {
+  size_t x = 0;
+  const __m256i bias = _mm256_set1_epi32(1 << (kPrecisionBits - 1));
+  for (; x + 16 <= n; x += 16) {
+    __m256i a = bias, b = bias;
+    for (int32_t i = 0; i < count; ++i) {
+      const __m256i ki = _mm256_set1_epi32(k[i]);
+      const __m128i bytes = _mm_loadu_si128(reinterpret_cast<const __m128i*>(rows[i] + x));
+      a = _mm256_add_epi32(a, _mm256_mullo_epi32(_mm256_cvtepu8_epi32(bytes), ki));
+      b = _mm256_add_epi32(b, _mm256_mullo_epi32(_mm256_cvtepu8_epi32(_mm_srli_si128(bytes, 8)), ki));
+    }
+    const __m256i lo = _mm256_max_epi32(_mm256_min_epi32(_mm256_srai_epi32(a, kPrecisionBits), _mm256_set1_epi32(255)),
+                                        _mm256_setzero_si256());
+    const __m256i hi = _mm256_max_epi32(_mm256_min_epi32(_mm256_srai_epi32(b, kPrecisionBits), _mm256_set1_epi32(255)),
+                                        _mm256_setzero_si256());
+    // 16 values in 0..255: to 16-bit within lanes, fix the lane order, then to bytes.
+    const __m256i words = _mm256_permute4x64_epi64(_mm256_packus_epi32(lo, hi), 0xD8);
+    const __m128i bytes = _mm_packus_epi16(_mm256_castsi256_si128(words), _mm256_extracti128_si256(words, 1));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(out + x), bytes);
+  }
+  for (; x < n; ++x) {
+    int32_t sum = 1 << (kPrecisionBits - 1);
+    for (int32_t i = 0; i < count; ++i) sum += rows[i][x] * k[i];
+    out[x] = clip8(sum);
+  }
+}
+#endif
 uint8_t round8(float v) { return static_cast<uint8_t>(std::nearbyint(std::clamp(v, 0.0f, 255.0f))); }
 
 size_t align16(size_t n) { return (n + 15) / 16 * 16; }
@@ -213,18 +336,28 @@ Result<Resizer> Resizer::create(const ResizeSpec& s) {
   };
   axis(s.src_w, s.resized_w, r.h_);
   axis(s.src_h, s.resized_h, r.v_);
+#if defined(__x86_64__)
+  r.simd_ = s.semantics == ResizeSemantics::kPil && s.filter != Resample::kNearest && cpu_has_avx2();
+  if (r.simd_ && r.need_h_ && r.h_.taps <= kLanes) {  // the horizontal kernel's coefficients, kLanes per output
+    r.h8_.assign(s.resized_w * kLanes, 0);
+    for (size_t c = 0; c < s.resized_w; ++c) {
+      std::copy_n(&r.h_.fixed[c * r.h_.taps], r.h_.count[c], &r.h8_[c * kLanes]);
+    }
+  }
+#endif
   const auto keep = [](int64_t v, size_t size) { return static_cast<size_t>(std::clamp<int64_t>(v, 0, static_cast<int64_t>(size))); };
   r.col_begin_ = keep(s.left, s.resized_w);
   r.col_end_ = keep(s.left + static_cast<int64_t>(s.out_w), s.resized_w);
   return r;
 }
 
-// rgb scratch | ring slot rows (int64 each) | ring (taps rows, uint8 or float) | accumulator row (4 bytes a value)
+// rgb scratch | ring slot rows (int64 each) | ring (taps rows, uint8 or float) | accumulator row
+// (4 bytes a value) | the source row's planes for the AVX2 horizontal kernel
 size_t Resizer::scratch_bytes(const ImageView& image) const {
   const size_t values = (col_end_ - col_begin_) * 3;
   const size_t elem = spec_.semantics == ResizeSemantics::kPil ? 1 : sizeof(float);
   return align16(rgb_row_scratch_bytes(image)) + align16(v_.taps * sizeof(int64_t)) + align16(v_.taps * values * elem) +
-         values * 4;
+         align16(values * 4) + (h8_.empty() ? 0 : plane_stride() * 3);
 }
 
 void Resizer::run(const ImageView& image, size_t row_begin, size_t row_end, uint8_t* scratch, uint8_t* out) const {
@@ -238,6 +371,7 @@ void Resizer::run(const ImageView& image, size_t row_begin, size_t row_end, uint
   auto* ring_f = reinterpret_cast<float*>(ring);
   auto* acc_i = reinterpret_cast<int32_t*>(ring + align16(v_.taps * values * (pil ? 1 : sizeof(float))));
   auto* acc_f = reinterpret_cast<float*>(acc_i);
+  uint8_t* planes = reinterpret_cast<uint8_t*>(acc_i) + align16(values * 4);
   std::fill(slot_row, slot_row + v_.taps, int64_t{-1});
 
   // Source row j, horizontally resampled over the kept columns: uint8 (pil) or float (torch).
@@ -247,6 +381,13 @@ void Resizer::run(const ImageView& image, size_t row_begin, size_t row_end, uint
       std::memcpy(dst, src + c0 * 3, values);
       return;
     }
+#if defined(__x86_64__)
+    if (!h8_.empty()) {
+      split_planes_avx2(src, s.src_w, planes, plane_stride());
+      pil_horizontal_avx2(planes, plane_stride(), h_.first.data(), h8_.data(), c0, c1, dst);
+      return;
+    }
+#endif
     for (size_t c = c0; c < c1; ++c) {
       const uint8_t* p = src + static_cast<size_t>(h_.first[c]) * 3;
       const int32_t* k = &h_.fixed[c * h_.taps];
@@ -327,6 +468,16 @@ void Resizer::run(const ImageView& image, size_t row_begin, size_t row_end, uint
     const int32_t count = v_.count[ry];
     if (pil) {
       const int32_t* k = &v_.fixed[ry * v_.taps];
+#if defined(__x86_64__)
+      if (simd_) {
+        const uint8_t* rows[64];
+        if (count <= 64) {
+          for (int32_t i = 0; i < count; ++i) rows[i] = ring + ring_slot(first + static_cast<size_t>(i)) * values;
+          pil_vertical_avx2(rows, k, count, values, d);
+          continue;
+        }
+      }
+#endif
       std::fill(acc_i, acc_i + values, 1 << (kPrecisionBits - 1));
       for (int32_t i = 0; i < count; ++i) {
         const uint8_t* row = ring + ring_slot(first + static_cast<size_t>(i)) * values;

@@ -66,6 +66,9 @@ class Resizer {
   bool need_h_ = false, need_v_ = false;
   AxisFilter h_, v_;
   size_t col_begin_ = 0, col_end_ = 0;  // the resized columns the crop keeps
+  bool simd_ = false;         // kPil with the AVX2 kernels (resize.cc)
+  std::vector<int32_t> h8_;   // their horizontal coefficients, 8 per output; empty: the scalar pass
+  size_t plane_stride() const { return spec_.src_w + 16; }  // a source plane and its over-read slack
 };
 
 }  // namespace patchfuse
