@@ -159,8 +159,9 @@ TEST_P(FramesTest, EveryBackendMatchesPytorchOnFrames) {
 
 // int8: the exact uint8 pixels times per-channel int8 weights, against PyTorch on the float model
 // within the int8 bound (2e-2 of max |ref|; the observed figure is printed), on the exact
-// reference int8 kernel and on oneDNN where the CPU has VNNI/AMX, which must agree with the
-// reference to f32 rounding (its epilogue scale * (float(acc) + bias) rounds twice in f32).
+// reference int8 kernel and on oneDNN. Where oneDNN has VNNI/AMX it uses the same 8-bit weights
+// and must agree with the reference to f32 rounding (its epilogue scale * (float(acc) + bias)
+// rounds twice in f32); below (capped to AVX2) it uses 7-bit weights, so it is held to the bound.
 // XNNPACK refuses with its measured reason; float inputs and the unfused path are refused too.
 TEST_P(FramesTest, Int8MatchesPytorchWithinItsBound) {
   auto reference = session(PF_BACKEND_REFERENCE, PF_PATH_FUSED, PF_PRECISION_INT8);
@@ -168,8 +169,9 @@ TEST_P(FramesTest, Int8MatchesPytorchWithinItsBound) {
   EXPECT_EQ(reference->info().precision, PF_PRECISION_INT8);
   auto onednn = session(PF_BACKEND_ONEDNN, PF_PATH_FUSED, PF_PRECISION_INT8, 2);
   if (!onednn) {
-    EXPECT_EQ(onednn.status(), PF_UNSUPPORTED) << onednn.error();  // not built, or no VNNI: see OneDnnIsa
+    EXPECT_EQ(onednn.status(), PF_UNSUPPORTED) << onednn.error();  // not built
   }
+  const bool seven_bit = onednn && std::string(onednn->info().note).find("7-bit") != std::string::npos;
   auto xnnpack = session(PF_BACKEND_XNNPACK, PF_PATH_FUSED, PF_PRECISION_INT8);
   ASSERT_FALSE(xnnpack);
   EXPECT_EQ(xnnpack.status(), PF_UNSUPPORTED);
@@ -185,6 +187,13 @@ TEST_P(FramesTest, Int8MatchesPytorchWithinItsBound) {
     EXPECT_TRUE(testing::within_bound(y, want, PF_PRECISION_INT8));
     if (!onednn) continue;
     ASSERT_EQ(onednn->run_frames(f.pointers().data(), f.t, f.height, f.width, f.width * 3, y_onednn.data()), "");
+    if (seven_bit) {
+      const testing::OutputError e7 = testing::output_error(y_onednn, want);
+      std::printf("%s %s: oneDNN int8, 7-bit weights: max |err| %.3g of max |ref| (bound %.0e)\n", GetParam(), c,
+                  e7.relative(), testing::max_relative_tolerance(PF_PRECISION_INT8));
+      EXPECT_TRUE(testing::within_bound(y_onednn, want, PF_PRECISION_INT8)) << onednn->info().detail;
+      continue;
+    }
     const double max_diff = testing::output_error(y_onednn, y).max_err;
     EXPECT_LE(max_diff, 1e-5 * e.max_ref) << onednn->info().detail;  // observed up to 6.5e-8 (VNNI)
     std::printf("%s %s: oneDNN int8 vs the exact reference: max |diff| %.3g of max |ref|\n", GetParam(), c, max_diff / e.max_ref);

@@ -74,6 +74,10 @@ struct Backend {
   bool (*supports)(Precision precision, bool fused, std::string* why);
   // Packs the weights; called once per session.
   Result<std::unique_ptr<Kernel>> (*create)(const KernelRequest& request);
+  // int8: the largest |q| the backend's int8 kernels sum exactly on this CPU (127 for exact int32
+  // accumulation; 63 where u8 x s8 pairs are added in int16 with saturation, since 2*255*63 =
+  // 32130 < 32767). Below 127 `why` says why. The session quantizes the weights to this.
+  int (*int8_weight_max)(std::string* why);
 };
 
 // The backends built into this library, in the order `auto` prefers them; reference is last and

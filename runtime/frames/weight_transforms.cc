@@ -36,7 +36,7 @@ FoldedWeights fold_normalization(const ModuleView& m, const Preprocessing& p, bo
   return f;
 }
 
-Int8Weights quantize_int8(const FoldedWeights& f) {
+Int8Weights quantize_int8(const FoldedWeights& f, int max_q) {
   const auto k = static_cast<size_t>(f.k), out = f.bias.size();
   Int8Weights q;
   q.k = f.k;
@@ -47,11 +47,11 @@ Int8Weights quantize_int8(const FoldedWeights& f) {
     const float* w = &f.weight[o * k];
     double max_abs = 0;
     for (size_t j = 0; j < k; ++j) max_abs = std::max(max_abs, std::fabs(static_cast<double>(w[j])) * kPixelScale);
-    const double scale = max_abs > 0 ? max_abs / 127 : 1.0;
+    const double scale = max_abs > 0 ? max_abs / max_q : 1.0;
     int64_t sum_q = 0;
     for (size_t j = 0; j < k; ++j) {
       const double v = std::nearbyint(static_cast<double>(w[j]) * kPixelScale / scale);
-      q.weight[o * k + j] = static_cast<int8_t>(std::clamp(v, -127.0, 127.0));
+      q.weight[o * k + j] = static_cast<int8_t>(std::clamp(v, -static_cast<double>(max_q), static_cast<double>(max_q)));
       sum_q += q.weight[o * k + j];
     }
     q.scale[o] = static_cast<float>(scale);

@@ -29,7 +29,9 @@ FoldedWeights fold_normalization(const ModuleView& m, const Preprocessing& p, bo
 
 // int8 on uint8 frames: the pixels need no quantization, so only the weights lose precision.
 // For the raw u8 the kernel then gets, W'' = W' / 256 is quantized symmetrically per output
-// channel, scale[o] = max_k |W''[o,k]| / 127, q = round(W'' / scale) in [-127, 127], and
+// channel to `max_q` levels each side (127, or 63 for kernels that add u8 x s8 pairs in int16:
+// Backend::int8_weight_max), scale[o] = max_k |W''[o,k]| / max_q, q = round(W'' / scale) in
+// [-max_q, max_q], and
 //   y[o] = scale[o] * (sum_k q[o,k] * u8_k + bias[o]),   bias[o] = b'[o] / scale[o] - 128 * sum_k q[o,k]
 // which is scale * sum_k q * (u8 - 128) + b': the centring cancels exactly in the integers. The
 // bias is in the accumulator's units because oneDNN 2.6's int8 matmul adds it before the output
@@ -40,6 +42,6 @@ struct Int8Weights {
   std::vector<float> scale;    // [embed_dim]
   std::vector<float> bias;     // [embed_dim], accumulator units
 };
-Int8Weights quantize_int8(const FoldedWeights& f);
+Int8Weights quantize_int8(const FoldedWeights& f, int max_q = 127);
 
 }  // namespace patchfuse

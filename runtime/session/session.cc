@@ -63,6 +63,7 @@ Result<std::unique_ptr<Session>> Session::create(const ModuleView& module, const
   }
   s->threads_ = o.threads;
   if (s->precision_ == Precision::kInt8) {
+    if (b.int8_weight_max(&why) < 127) s->note_ = why;  // which weight width, and why
     // Only frames are exact uint8; the still-image kernel is built now so that a missing
     // preprocessing fails here and the session can say which kernel it runs.
     PF_CHECK(module.preprocessing.has_value(), Code::kUnsupported, "precision int8 takes frames only and module ",
@@ -114,7 +115,7 @@ Result<Session::FramesKernel*> Session::frames_kernel(bool still) {
   v.bias = TensorView{module_.path + ".bias", {v.geometry.embed_dim}, DType::kF32,
                       reinterpret_cast<const uint8_t*>(k->folded.bias.data()), k->folded.bias.size() * sizeof(float)};
   const bool int8 = precision_ == Precision::kInt8;
-  if (int8) k->int8 = quantize_int8(k->folded);
+  if (int8) k->int8 = quantize_int8(k->folded, backend_->int8_weight_max(nullptr));
   PF_ASSIGN_OR_RETURN(k->kernel, create_kernel(v, int8 ? &k->int8 : nullptr));
   slot = std::move(k);
   return slot.get();

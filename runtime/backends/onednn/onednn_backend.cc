@@ -311,21 +311,25 @@ bool supports(Precision p, bool fused, std::string* why) {
         if (why) *why = "int8 runs the fused GEMM only";
         return false;
       }
-      if (cpu_has_vnni()) return true;
-      if (why) {
-        *why = cat("oneDNN reports ISA ", isa_name(dnnl::get_effective_cpu_isa()),
-                   ", without VNNI or AMX: its int8 kernels there multiply u8 x s8 pairs into int16 with saturation "
-                   "(vpmaddubsw; measured: all-255 pixels times weights of 127 came out 49% low)");
-      }
-      return false;
+      return true;  // on every ISA, with weights it cannot saturate below VNNI (int8_weight_max)
   }
   return false;
+}
+
+int int8_weight_max(std::string* why) {
+  if (cpu_has_vnni()) return 127;
+  if (why) {
+    *why = cat("int8 weights are 7-bit (-63..63): oneDNN reports ISA ", isa_name(dnnl::get_effective_cpu_isa()),
+               ", without VNNI or AMX, where its u8 x s8 kernels add pairs of products in int16 with saturation "
+               "(vpmaddubsw: all-255 pixels times weights of 127 came out 49% low); 2*255*63 = 32130 cannot saturate");
+  }
+  return 63;
 }
 
 }  // namespace
 
 const Backend& onednn_backend() {
-  static const Backend b{BackendId::kOneDnn, "onednn", available, supports, OneDnnKernel::make};
+  static const Backend b{BackendId::kOneDnn, "onednn", available, supports, OneDnnKernel::make, int8_weight_max};
   return b;
 }
 

@@ -292,7 +292,8 @@ bool supports(Precision p, bool fused, std::string* why) {
 }  // namespace
 
 const Backend& xnnpack_backend() {
-  static const Backend b{BackendId::kXnnpack, "xnnpack", available, supports, XnnpackKernel::make};
+  static const Backend b{BackendId::kXnnpack, "xnnpack", available, supports, XnnpackKernel::make,
+                         [](std::string*) { return 127; }};  // never asked: supports() refuses int8
   return b;
 }
 
