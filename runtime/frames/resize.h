@@ -49,6 +49,14 @@ struct AxisFilter {
   std::vector<float> weights;      // kTorch: taps * outputs
 };
 
+// The tap-major tables of resize.cc's AVX2 horizontal kernel (empty elsewhere).
+struct TapMajor {
+  size_t taps = 0;
+  std::vector<uint8_t> ok;       // per block of 8 outputs: its windows fit the kernel
+  std::vector<uint8_t> index;    // per block and tap: 32 shuffle bytes
+  std::vector<int32_t> coeff;    // per block and tap: 8 coefficients
+};
+
 class Resizer {
  public:
   // Checks the spec (sizes, a filter the semantics has) and computes both axes' coefficients.
@@ -68,6 +76,7 @@ class Resizer {
   size_t col_begin_ = 0, col_end_ = 0;  // the resized columns the crop keeps
   bool simd_ = false;         // kPil with the AVX2 kernels (resize.cc)
   std::vector<int32_t> h8_;   // their horizontal coefficients, 8 per output; empty: the scalar pass
+  TapMajor tap_major_;
   size_t plane_stride() const { return spec_.src_w + 16; }  // a source plane and its over-read slack
 };
 
