@@ -1,5 +1,7 @@
 #include "runtime/frames/gather.h"
 
+#include "runtime/core/cpu_features.h"
+
 #include <algorithm>
 #include <cstring>
 #include <vector>
@@ -58,21 +60,13 @@ inline void split_row(const uint8_t* __restrict src, size_t width, int64_t chann
 }
 
 // The x86-64 baseline has no byte shuffle, so on x86-64 the split is also compiled for AVX2 and
-// chosen at run time where the CPU has it. A plain run-time check rather than target_clones:
-// an ifunc resolver runs before ThreadSanitizer is set up and crashed the TSan build.
+// chosen at run time where the CPU has it (core/cpu_features.h says why not target_clones).
 #if defined(__x86_64__)
 template <class T>
 __attribute__((target("avx2"))) void split_row_avx2(const uint8_t* src, size_t width, int64_t channels, T* planes) {
   split_row(src, width, channels, planes);
 }
 
-bool cpu_has_avx2() {
-  static const bool avx2 = [] {
-    __builtin_cpu_init();
-    return __builtin_cpu_supports("avx2") != 0;
-  }();
-  return avx2;
-}
 #endif
 
 template <class T>

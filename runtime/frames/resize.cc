@@ -1,5 +1,7 @@
 #include "runtime/frames/resize.h"
 
+#include "runtime/core/cpu_features.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -181,20 +183,12 @@ void nearest_axis(size_t in_size, size_t out_size, ResizeSemantics s, AxisFilter
 
 uint8_t clip8(int32_t v) { return static_cast<uint8_t>(std::clamp(v >> kPrecisionBits, 0, 255)); }
 
-// The pil passes' AVX2 kernels, chosen at run time like the gather's (a plain check, not an ifunc:
-// see gather.cc). Integer sums in another order are the same sums, so the bytes are Pillow's.
+// The pil passes' AVX2 kernels, chosen at run time like the gather's (core/cpu_features.h). Integer sums in another order are the same sums, so the bytes are Pillow's.
 // Horizontal: each output channel is a dot product of 8 consecutive bytes of that channel's plane
 // with 8 coefficients (zero past the output's tap count), four dot products sharing one reduction.
 // Vertical: 8 output values at a time, one multiply-add per tap.
 constexpr size_t kLanes = 8;  // the horizontal kernel's taps: filters with more use the scalar pass
 #if defined(__x86_64__)
-bool cpu_has_avx2() {
-  static const bool avx2 = [] {
-    __builtin_cpu_init();
-    return __builtin_cpu_supports("avx2") != 0;
-  }();
-  return avx2;
-}
 
 __attribute__((target("avx2"))) __m128i clip8x4(__m128i sum) {
   const __m128i v = _mm_srai_epi32(_mm_add_epi32(sum, _mm_set1_epi32(1 << (kPrecisionBits - 1))), kPrecisionBits);
