@@ -222,10 +222,12 @@ Expected<Image> decode_image(const std::string& path, const DecodeOptions& optio
   } else if (f.size() >= 8 && std::memcmp(f.data(), "\x89PNG\r\n\x1a\n", 8) == 0) {
     err = decode_png(f, options.max_pixels, path, header, img.bytes);
   } else {
+    const auto starts = [&](const char* magic) { return f.size() >= std::strlen(magic) && std::memcmp(f.data(), magic, std::strlen(magic)) == 0; };
     int w = 0, h = 0, channels = 0;
-    if (f.size() > INT32_MAX || !stbi_info_from_memory(f.data(), static_cast<int>(f.size()), &w, &h, &channels)) {
-      return {PF_INVALID_ARGUMENT, path + ": not an image this tool decodes (JPEG, PNG, PPM/PGM, BMP, GIF, TGA, ...): " +
-                                       stbi_failure_reason()};
+    const bool stb_format = starts("P5") || starts("P6") || starts("BM") || starts("GIF87a") || starts("GIF89a");
+    if (!stb_format || f.size() > INT32_MAX || !stbi_info_from_memory(f.data(), static_cast<int>(f.size()), &w, &h, &channels)) {
+      return {PF_INVALID_ARGUMENT, path + ": not an image this tool decodes (JPEG, PNG, binary PPM/PGM, BMP, GIF)" +
+                                       (stb_format ? std::string(": ") + stbi_failure_reason() : std::string())};
     }
     if (uint64_t(w) * uint64_t(h) > options.max_pixels) return {PF_INVALID_ARGUMENT, too_large(path, w, h, options.max_pixels)};
     std::unique_ptr<stbi_uc, void (*)(void*)> pixels(

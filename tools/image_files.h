@@ -6,8 +6,10 @@
 // - PNG: libpng, converted as Pillow converts each mode to RGB: 16-bit RGB(A) and gray+alpha by
 //   their high byte, 16-bit gray clamped to 255 (Pillow's I -> RGB), 1/2/4-bit gray scaled,
 //   palettes looked up, alpha dropped (not composited), interlaced images de-interlaced.
-// - Other formats (PPM/PGM, BMP, GIF, TGA, ...): stb_image, whose decoders for these lossless
-//   formats give the same pixels.
+// - Binary PPM/PGM, BMP and GIF: stb_image, whose decoders for these lossless formats give the
+//   same pixels. Only files with those signatures reach it: Debian builds stb with its asserts
+//   on, and its JPEG decoder (which also takes 0xFF fill bytes before the SOI marker) aborted on
+//   a fuzzed file (tests/fuzz/regressions/fuzz_image_decode/).
 // - EXIF orientation (JPEG APP1, PNG eXIf) applied as ImageOps.exif_transpose, unless turned off.
 // - A decompression-bomb guard before any pixel is allocated: Pillow refuses images over
 //   2 * Image.MAX_IMAGE_PIXELS (178,956,970 pixels); so does this, unless raised.
