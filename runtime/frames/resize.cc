@@ -186,7 +186,6 @@ uint8_t clip8(int32_t v) { return static_cast<uint8_t>(std::clamp(v >> kPrecisio
 // The pil passes' AVX2 kernels, chosen at run time like the gather's (core/cpu_features.h). Integer sums in another order are the same sums, so the bytes are Pillow's.
 // Horizontal: each output channel is a dot product of 8 consecutive bytes of that channel's plane
 // with 8 coefficients (zero past the output's tap count), four dot products sharing one reduction.
-// Vertical: 8 output values at a time, one multiply-add per tap.
 constexpr size_t kLanes = 8;  // the horizontal kernel's taps: filters with more use the scalar pass
 #if defined(__x86_64__)
 
@@ -233,18 +232,25 @@ __attribute__((target("avx2"))) void pil_horizontal_avx2(const uint8_t* planes, 
   }
 }
 
-// The same pass tap-major, 8 outputs of one channel at a time: each 128-bit lane holds 16 plane
-// bytes from its 4 outputs' first tap on, and for tap i one byte shuffle gives the 4 outputs' i-th
-// pixels as zero-extended int32 (the shuffle's 0x80 bytes are the zeros), multiplied by their 4
-// coefficients. About half the work of the dot products, where each lane's 4 windows fit in 16
-// bytes (scales up to ~2); blocks where they do not fall back to pil_horizontal_avx2.
-__attribute__((target("avx2"))) void pil_horizontal_tap_major_avx2(const uint8_t* planes, size_t stride,
-                                                                   const TapMajor& t, const int32_t* first,
-                                                                   const int32_t* k8, size_t c0, size_t c1,
-                                                                   uint8_t* dst) {
-  const __m128i interleave = _mm_setr_epi8(0, 4, 8, 1, 5, 9, 2, 6, 10, 3, 7, 11, -1, -1, -1, -1);
-  const __m256i interleave2 = _mm256_broadcastsi128_si256(interleave);
-  const __m256i bias = _mm256_set1_epi32(1 << (kPrecisionBits - 1));
+// Rounds, shifts and clamps 8 sums given as 256 * hi + lo (see TapPairs).
+__attribute__((target("avx2"))) __m256i clip8x8(__m256i hi, __m256i lo) {
+  const __m256i sum = _mm256_add_epi32(_mm256_add_epi32(_mm256_slli_epi32(hi, 8), lo),
+                                       _mm256_set1_epi32(1 << (kPrecisionBits - 1)));
+  return _mm256_max_epi32(_mm256_min_epi32(_mm256_srai_epi32(sum, kPrecisionBits), _mm256_set1_epi32(255)),
+                          _mm256_setzero_si256());
+}
+
+// The same pass two taps at a time, 8 outputs of each channel per block: each 128-bit lane holds 16
+// plane bytes from its 4 outputs' first tap on; per pair of taps one byte shuffle gives the 4
+// outputs' two pixels as int16, and two int16 multiply-adds (madd) with the coefficients' high and
+// low parts give exact int32 sums (|hi| < 2^15, 0 <= lo < 256). A shuffle, two madds and their
+// adds do what four 32-bit multiplies did. Blocks whose windows do not fit 16 bytes (scales above
+// ~2) fall back to pil_horizontal_avx2.
+__attribute__((target("avx2"))) void pil_horizontal_pairs_avx2(const uint8_t* planes, size_t stride,
+                                                               const TapPairs& t, const int32_t* first,
+                                                               const int32_t* k8, size_t c0, size_t c1,
+                                                               uint8_t* dst) {
+  const __m256i interleave = _mm256_broadcastsi128_si256(_mm_setr_epi8(0, 4, 8, 1, 5, 9, 2, 6, 10, 3, 7, 11, -1, -1, -1, -1));
   const size_t blocks = (c1 - c0) / 8;
   for (size_t b = 0; b < blocks; ++b) {
     const size_t x = c0 + 8 * b;
@@ -253,31 +259,35 @@ __attribute__((target("avx2"))) void pil_horizontal_tap_major_avx2(const uint8_t
       pil_horizontal_avx2(planes, stride, first, k8, x, x + 8, d);
       continue;
     }
-    const __m256i* idx = reinterpret_cast<const __m256i*>(&t.index[b * t.taps * 32]);
-    const __m256i* k = reinterpret_cast<const __m256i*>(&t.coeff[b * t.taps * 8]);
-    __m256i out[3];
+    const __m256i* idx = reinterpret_cast<const __m256i*>(&t.index[b * t.pairs * 32]);
+    const __m256i* kh = reinterpret_cast<const __m256i*>(&t.hi[b * t.pairs * 16]);
+    const __m256i* kl = reinterpret_cast<const __m256i*>(&t.lo[b * t.pairs * 16]);
+    __m256i w[3], hi[3], lo[3];
     for (size_t ch = 0; ch < 3; ++ch) {
       const uint8_t* p = planes + ch * stride;
-      const __m256i w = _mm256_inserti128_si256(
+      w[ch] = _mm256_inserti128_si256(
           _mm256_castsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + first[x]))),
           _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + first[x + 4])), 1);
-      __m256i acc = bias;
-      for (size_t i = 0; i < t.taps; ++i) {
-        acc = _mm256_add_epi32(acc, _mm256_mullo_epi32(_mm256_shuffle_epi8(w, _mm256_loadu_si256(idx + i)),
-                                                       _mm256_loadu_si256(k + i)));
+      hi[ch] = lo[ch] = _mm256_setzero_si256();
+    }
+    for (size_t i = 0; i < t.pairs; ++i) {
+      const __m256i ix = _mm256_loadu_si256(idx + i), h = _mm256_loadu_si256(kh + i), l = _mm256_loadu_si256(kl + i);
+      for (size_t ch = 0; ch < 3; ++ch) {
+        const __m256i px = _mm256_shuffle_epi8(w[ch], ix);
+        hi[ch] = _mm256_add_epi32(hi[ch], _mm256_madd_epi16(px, h));
+        lo[ch] = _mm256_add_epi32(lo[ch], _mm256_madd_epi16(px, l));
       }
-      out[ch] = _mm256_max_epi32(_mm256_min_epi32(_mm256_srai_epi32(acc, kPrecisionBits), _mm256_set1_epi32(255)),
-                                 _mm256_setzero_si256());
     }
     // Per lane: R0..3 G0..3 B0..3 as bytes, then interleaved to 12 RGB bytes.
     const __m256i bytes = _mm256_shuffle_epi8(
-        _mm256_packus_epi16(_mm256_packus_epi32(out[0], out[1]), _mm256_packus_epi32(out[2], _mm256_setzero_si256())),
-        interleave2);
-    const __m128i lo = _mm256_castsi256_si128(bytes), hi = _mm256_extracti128_si256(bytes, 1);
-    _mm_storel_epi64(reinterpret_cast<__m128i*>(d), lo);
-    const int32_t lo_last = _mm_extract_epi32(lo, 2), hi_last = _mm_extract_epi32(hi, 2);
+        _mm256_packus_epi16(_mm256_packus_epi32(clip8x8(hi[0], lo[0]), clip8x8(hi[1], lo[1])),
+                            _mm256_packus_epi32(clip8x8(hi[2], lo[2]), _mm256_setzero_si256())),
+        interleave);
+    const __m128i bl = _mm256_castsi256_si128(bytes), bh = _mm256_extracti128_si256(bytes, 1);
+    _mm_storel_epi64(reinterpret_cast<__m128i*>(d), bl);
+    const int32_t lo_last = _mm_extract_epi32(bl, 2), hi_last = _mm_extract_epi32(bh, 2);
     std::memcpy(d + 8, &lo_last, 4);
-    _mm_storel_epi64(reinterpret_cast<__m128i*>(d + 12), hi);
+    _mm_storel_epi64(reinterpret_cast<__m128i*>(d + 12), bh);
     std::memcpy(d + 20, &hi_last, 4);
   }
   pil_horizontal_avx2(planes, stride, first, k8, c0 + 8 * blocks, c1, dst + 8 * blocks * 3);
@@ -315,24 +325,34 @@ __attribute__((target("avx2"))) void split_planes_avx2(const uint8_t* rgb, size_
   }
 }
 
+// 16 output values at a time, two rows (taps) at a time: the rows' bytes widened to int16 and
+// interleaved, so one madd per coefficient half (see TapPairs) adds both rows' products exactly.
 __attribute__((target("avx2"))) void pil_vertical_avx2(const uint8_t* const* rows, const int32_t* k, int32_t count, size_t n,
                                                        uint8_t* out) {
+  constexpr int32_t kMaxPairs = 32;
+  __m256i kh[kMaxPairs], kl[kMaxPairs];
+  const uint8_t* r[2 * kMaxPairs];
+  const int32_t pairs = (count + 1) / 2;
+  for (int32_t i = 0; i < 2 * pairs; ++i) r[i] = rows[std::min(i, count - 1)];  // an odd count's last pair: k = 0
+  for (int32_t i = 0; i < pairs; ++i) {
+    const int32_t k0 = k[2 * i], k1 = 2 * i + 1 < count ? k[2 * i + 1] : 0;
+    kh[i] = _mm256_set1_epi32(static_cast<int32_t>((static_cast<uint32_t>(k1 >> 8) << 16) | static_cast<uint16_t>(k0 >> 8)));
+    kl[i] = _mm256_set1_epi32(((k1 & 255) << 16) | (k0 & 255));
+  }
   size_t x = 0;
-  const __m256i bias = _mm256_set1_epi32(1 << (kPrecisionBits - 1));
   for (; x + 16 <= n; x += 16) {
-    __m256i a = bias, b = bias;
-    for (int32_t i = 0; i < count; ++i) {
-      const __m256i ki = _mm256_set1_epi32(k[i]);
-      const __m128i bytes = _mm_loadu_si128(reinterpret_cast<const __m128i*>(rows[i] + x));
-      a = _mm256_add_epi32(a, _mm256_mullo_epi32(_mm256_cvtepu8_epi32(bytes), ki));
-      b = _mm256_add_epi32(b, _mm256_mullo_epi32(_mm256_cvtepu8_epi32(_mm_srli_si128(bytes, 8)), ki));
+    __m256i hi_a = _mm256_setzero_si256(), lo_a = hi_a, hi_b = hi_a, lo_b = hi_a;
+    for (int32_t i = 0; i < pairs; ++i) {
+      const __m256i a = _mm256_cvtepu8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(r[2 * i] + x)));
+      const __m256i b = _mm256_cvtepu8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(r[2 * i + 1] + x)));
+      const __m256i ab_lo = _mm256_unpacklo_epi16(a, b), ab_hi = _mm256_unpackhi_epi16(a, b);  // x 0-3|8-11, 4-7|12-15
+      hi_a = _mm256_add_epi32(hi_a, _mm256_madd_epi16(ab_lo, kh[i]));
+      lo_a = _mm256_add_epi32(lo_a, _mm256_madd_epi16(ab_lo, kl[i]));
+      hi_b = _mm256_add_epi32(hi_b, _mm256_madd_epi16(ab_hi, kh[i]));
+      lo_b = _mm256_add_epi32(lo_b, _mm256_madd_epi16(ab_hi, kl[i]));
     }
-    const __m256i lo = _mm256_max_epi32(_mm256_min_epi32(_mm256_srai_epi32(a, kPrecisionBits), _mm256_set1_epi32(255)),
-                                        _mm256_setzero_si256());
-    const __m256i hi = _mm256_max_epi32(_mm256_min_epi32(_mm256_srai_epi32(b, kPrecisionBits), _mm256_set1_epi32(255)),
-                                        _mm256_setzero_si256());
-    // 16 values in 0..255: to 16-bit within lanes, fix the lane order, then to bytes.
-    const __m256i words = _mm256_permute4x64_epi64(_mm256_packus_epi32(lo, hi), 0xD8);
+    // packus_epi32 per lane: x 0-3, 4-7 | 8-11, 12-15, so the words are in order.
+    const __m256i words = _mm256_packus_epi32(clip8x8(hi_a, lo_a), clip8x8(hi_b, lo_b));
     const __m128i bytes = _mm_packus_epi16(_mm256_castsi256_si128(words), _mm256_extracti128_si256(words, 1));
     _mm_storeu_si128(reinterpret_cast<__m128i*>(out + x), bytes);
   }
@@ -384,28 +404,40 @@ Result<Resizer> Resizer::create(const ResizeSpec& s) {
   r.col_begin_ = keep(s.left, s.resized_w);
   r.col_end_ = keep(s.left + static_cast<int64_t>(s.out_w), s.resized_w);
 #if defined(__x86_64__)
-  r.simd_ = s.semantics == ResizeSemantics::kPil && s.filter != Resample::kNearest && cpu_has_avx2();
+  // The kernels split coefficients into int16 halves (TapPairs): |k| < 2^23, i.e. below 2.0, which
+  // Pillow's normalized filters never reach; the check keeps the scalar pass for any that would.
+  const auto halves_fit = [](const AxisFilter& a) {
+    return std::all_of(a.fixed.begin(), a.fixed.end(), [](int32_t k) { return k >= -(1 << 23) && k < (1 << 23); });
+  };
+  r.simd_ = s.semantics == ResizeSemantics::kPil && s.filter != Resample::kNearest && cpu_has_avx2() &&
+            halves_fit(r.h_) && halves_fit(r.v_);
   if (r.simd_ && r.need_h_ && r.h_.taps <= kLanes) {  // the horizontal kernel's coefficients, kLanes per output
     r.h8_.assign(s.resized_w * kLanes, 0);
     for (size_t c = 0; c < s.resized_w; ++c) {
       std::copy_n(&r.h_.fixed[c * r.h_.taps], r.h_.count[c], &r.h8_[c * kLanes]);
     }
-    // The tap-major tables for the kept columns, 8 outputs a block: per tap a byte shuffle per lane
-    // (output j's pixel at byte 4j, zeros elsewhere) and the 8 coefficients.
-    TapMajor& t = r.tap_major_;
-    t.taps = r.h_.taps;
+    // The tap-pair tables for the kept columns, 8 outputs a block: per pair of taps a byte shuffle
+    // per lane (output j's two pixels at bytes 4j and 4j + 2, zeros elsewhere) and the halves of
+    // the coefficients. A tap past the last (odd tap counts) reads a zero with coefficient 0.
+    TapPairs& t = r.tap_pairs_;
+    const size_t taps = r.h_.taps;
+    t.pairs = (taps + 1) / 2;
     const size_t blocks = (r.col_end_ - r.col_begin_) / 8;
     t.ok.assign(blocks, 1);
-    t.index.assign(blocks * t.taps * 32, 0x80);
-    t.coeff.assign(blocks * t.taps * 8, 0);
+    t.index.assign(blocks * t.pairs * 32, 0x80);
+    t.hi.assign(blocks * t.pairs * 16, 0);
+    t.lo.assign(blocks * t.pairs * 16, 0);
     for (size_t b = 0; b < blocks; ++b) {
       const size_t x = r.col_begin_ + 8 * b;
       for (size_t j = 0; j < 8; ++j) {
         const int32_t offset = r.h_.first[x + j] - r.h_.first[x + (j < 4 ? 0 : 4)];
-        if (offset + static_cast<int32_t>(t.taps) > 16) t.ok[b] = 0;
-        for (size_t i = 0; i < t.taps && t.ok[b]; ++i) {
-          t.index[(b * t.taps + i) * 32 + (j / 4) * 16 + (j % 4) * 4] = static_cast<uint8_t>(offset + static_cast<int32_t>(i));
-          t.coeff[(b * t.taps + i) * 8 + j] = r.h_.fixed[(x + j) * r.h_.taps + i];
+        if (offset + static_cast<int32_t>(taps) > 16) t.ok[b] = 0;
+        for (size_t i = 0; i < taps && t.ok[b]; ++i) {
+          const size_t pair = b * t.pairs + i / 2;
+          const int32_t k = r.h_.fixed[(x + j) * taps + i];
+          t.index[pair * 32 + 4 * j + 2 * (i % 2)] = static_cast<uint8_t>(offset + static_cast<int32_t>(i));
+          t.hi[pair * 16 + 2 * j + i % 2] = static_cast<int16_t>(k >> 8);
+          t.lo[pair * 16 + 2 * j + i % 2] = static_cast<int16_t>(k & 255);
         }
       }
     }
@@ -447,7 +479,7 @@ void Resizer::run(const ImageView& image, size_t row_begin, size_t row_end, uint
 #if defined(__x86_64__)
     if (!h8_.empty()) {
       split_planes_avx2(src, s.src_w, planes, plane_stride());
-      pil_horizontal_tap_major_avx2(planes, plane_stride(), tap_major_, h_.first.data(), h8_.data(), c0, c1, dst);
+      pil_horizontal_pairs_avx2(planes, plane_stride(), tap_pairs_, h_.first.data(), h8_.data(), c0, c1, dst);
       return;
     }
 #endif
