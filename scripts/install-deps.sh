@@ -18,6 +18,7 @@ packages=(
   libstb-dev                                # patchfuse-run --image: other formats (PPM, BMP, ...)
   libdnnl-dev                               # x86-64 backend
   libxnnpack-dev libpthreadpool-dev libcpuinfo-dev   # ARM (and x86-64) backend
+  libgemmlowp-dev                           # int8 backend (ARM; also built on x86-64)
 )
 for set in "$@"; do
   case "$set" in

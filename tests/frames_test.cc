@@ -162,7 +162,7 @@ TEST_P(FramesTest, EveryBackendMatchesPytorchOnFrames) {
 // reference int8 kernel and on oneDNN. Where oneDNN has VNNI/AMX it uses the same 8-bit weights
 // and must agree with the reference to f32 rounding (its epilogue scale * (float(acc) + bias)
 // rounds twice in f32); below (capped to AVX2) it uses 7-bit weights, so it is held to the bound.
-// XNNPACK refuses with its measured reason; float inputs and the unfused path are refused too.
+// gemmlowp (ARM's int8) equals the reference bit for bit. XNNPACK refuses with its measured reason; float inputs and the unfused path are refused too.
 TEST_P(FramesTest, Int8MatchesPytorchWithinItsBound) {
   auto reference = session(PF_BACKEND_REFERENCE, PF_PATH_FUSED, PF_PRECISION_INT8);
   ASSERT_TRUE(reference) << reference.error();
@@ -172,6 +172,10 @@ TEST_P(FramesTest, Int8MatchesPytorchWithinItsBound) {
     EXPECT_EQ(onednn.status(), PF_UNSUPPORTED) << onednn.error();  // not built
   }
   const bool seven_bit = onednn && std::string(onednn->info().note).find("7-bit") != std::string::npos;
+  auto gemmlowp = session(PF_BACKEND_GEMMLOWP, PF_PATH_FUSED, PF_PRECISION_INT8, 2);
+  if (!gemmlowp) {
+    EXPECT_EQ(gemmlowp.status(), PF_UNSUPPORTED) << gemmlowp.error();  // not built, or no kernel for this CPU
+  }
   auto xnnpack = session(PF_BACKEND_XNNPACK, PF_PATH_FUSED, PF_PRECISION_INT8);
   ASSERT_FALSE(xnnpack);
   EXPECT_EQ(xnnpack.status(), PF_UNSUPPORTED);
@@ -185,6 +189,11 @@ TEST_P(FramesTest, Int8MatchesPytorchWithinItsBound) {
     std::printf("%s %s: int8 max |err| %.3g of max |ref| %.3g (bound %.0e)\n", GetParam(), c, e.relative(), e.max_ref,
                 testing::max_relative_tolerance(PF_PRECISION_INT8));
     EXPECT_TRUE(testing::within_bound(y, want, PF_PRECISION_INT8));
+    if (gemmlowp) {  // the same integer sums and the same double epilogue: the same bits
+      std::vector<float> y_gemmlowp(want.size());
+      ASSERT_EQ(gemmlowp->run_frames(f.pointers().data(), f.t, f.height, f.width, f.width * 3, y_gemmlowp.data()), "");
+      EXPECT_EQ(y_gemmlowp, y) << gemmlowp->info().detail;
+    }
     if (!onednn) continue;
     ASSERT_EQ(onednn->run_frames(f.pointers().data(), f.t, f.height, f.width, f.width * 3, y_onednn.data()), "");
     if (seven_bit) {

@@ -10,7 +10,7 @@ sysroot=${2:?usage: make-sysroot.sh arm64|armhf SYSROOT_DIR}
 case "$arch" in arm64|armhf) ;; *) echo "make-sysroot: architecture '$arch' must be arm64 or armhf" >&2; exit 2 ;; esac
 
 packages=(
-  libxnnpack0 libxnnpack-dev libpthreadpool0 libpthreadpool-dev libcpuinfo0 libcpuinfo-dev libstb0 libstb-dev
+  libxnnpack0 libxnnpack-dev libpthreadpool0 libpthreadpool-dev libcpuinfo0 libcpuinfo-dev libgemmlowp-dev libstb0 libstb-dev
   libyuv0 libyuv-dev libjpeg62-turbo libjpeg62-turbo-dev libpng16-16 libpng-dev zlib1g zlib1g-dev
   libgtest-dev libgmock-dev libbenchmark1debian libbenchmark-dev
   libflatbuffers-dev nlohmann-json3-dev libcli11-dev

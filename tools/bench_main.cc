@@ -97,7 +97,7 @@ int main(int argc, char** argv) {
   Options o;
   CLI::App app{"patchfuse-bench: latency of a .pfb patch embedding on this device"};
   app.add_option("MODEL", o.model, "Model .pfb")->required();
-  app.add_option("--backend", o.backends, "auto,reference,onednn,xnnpack (comma list)")->delimiter(',')
+  app.add_option("--backend", o.backends, "auto,reference,onednn,xnnpack,gemmlowp (comma list)")->delimiter(',')
       ->check(CLI::IsMember(patchfuse::keys_of(patchfuse::backend_names())));
   app.add_option("--precision", o.precisions, "auto,f32,bf16,f16 (comma list)")->delimiter(',')
       ->check(CLI::IsMember(patchfuse::keys_of(patchfuse::precision_names())));

@@ -12,7 +12,8 @@ namespace patchfuse {
 
 inline const std::map<std::string, pf_backend>& backend_names() {
   static const std::map<std::string, pf_backend> m = {
-      {"auto", PF_BACKEND_AUTO}, {"reference", PF_BACKEND_REFERENCE}, {"onednn", PF_BACKEND_ONEDNN}, {"xnnpack", PF_BACKEND_XNNPACK}};
+      {"auto", PF_BACKEND_AUTO}, {"reference", PF_BACKEND_REFERENCE}, {"onednn", PF_BACKEND_ONEDNN}, {"xnnpack", PF_BACKEND_XNNPACK},
+      {"gemmlowp", PF_BACKEND_GEMMLOWP}};
   return m;
 }
 

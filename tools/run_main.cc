@@ -56,7 +56,7 @@ int main(int argc, char** argv) {
   image_opt->excludes(frames_opt)->excludes(yuv_opt);
   frames_opt->excludes(yuv_opt);
   app.add_option("--output", output_path, "Output .npy, float32 [N, embed_dim]")->required();
-  app.add_option("--backend", backend, "auto|reference|onednn|xnnpack")->check(CLI::IsMember(patchfuse::keys_of(patchfuse::backend_names())));
+  app.add_option("--backend", backend, "auto|reference|onednn|xnnpack|gemmlowp")->check(CLI::IsMember(patchfuse::keys_of(patchfuse::backend_names())));
   app.add_option("--threads", threads, "Threads")->check(CLI::Range(1, 1024));
   app.add_option("--precision", precision, "auto|f32|bf16|f16")->check(CLI::IsMember(patchfuse::keys_of(patchfuse::precision_names())));
   app.add_option("--module", module, "Module path when the model has several");

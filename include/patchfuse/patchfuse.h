@@ -65,10 +65,12 @@ typedef PF_ENUM(pf_status) {
 } pf_status;
 
 typedef PF_ENUM(pf_backend) {
-  PF_BACKEND_AUTO = 0,      /**< oneDNN on x86-64, XNNPACK on ARM, else reference */
+  PF_BACKEND_AUTO = 0,      /**< the first of oneDNN (x86-64), XNNPACK, gemmlowp, reference that computes the
+                                 requested precision: oneDNN on x86-64, XNNPACK on ARM (gemmlowp for int8) */
   PF_BACKEND_REFERENCE = 1, /**< portable C++, always built: the oracle */
-  PF_BACKEND_ONEDNN = 2,    /**< x86-64: f32, bf16 where the CPU has AVX512-BF16 */
-  PF_BACKEND_XNNPACK = 3    /**< ARM and x86-64: f32, f16 where the CPU has FP16 arithmetic */
+  PF_BACKEND_ONEDNN = 2,    /**< x86-64: f32, bf16 where the CPU has AVX512-BF16, int8 */
+  PF_BACKEND_XNNPACK = 3,   /**< ARM and x86-64: f32, f16 where the CPU has FP16 arithmetic */
+  PF_BACKEND_GEMMLOWP = 4   /**< ARM (and x86-64 with AVX2): int8 on frames only, exact integer sums */
 } pf_backend;
 
 typedef PF_ENUM(pf_precision) {
@@ -170,8 +172,9 @@ typedef struct pf_session_info {
   const char* note;   /**< why precision differs from the model dtype, or "" */
   const char* isa;    /**< instruction set the library dispatched to, in its own words (oneDNN:
                            "avx2", "avx512_core_bf16", "avx512_core_amx", ...; capped by
-                           ONEDNN_MAX_CPU_ISA), or "" where the library does not say (reference,
-                           XNNPACK) */
+                           ONEDNN_MAX_CPU_ISA; gemmlowp: the kernel variant chosen for this CPU,
+                           "dotprod", "neon", "portable" or "avx2"), or "" where the library does not
+                           say (reference, XNNPACK) */
 } pf_session_info;
 
 /** Message for the last failed call on this thread ("" if none). Valid until the next call on

@@ -76,6 +76,7 @@ std::optional<BackendId> to_backend(pf_backend b) {
     case PF_BACKEND_REFERENCE: return BackendId::kReference;
     case PF_BACKEND_ONEDNN: return BackendId::kOneDnn;
     case PF_BACKEND_XNNPACK: return BackendId::kXnnpack;
+    case PF_BACKEND_GEMMLOWP: return BackendId::kGemmlowp;
   }
   return std::nullopt;
 }
@@ -85,6 +86,7 @@ pf_backend from_backend(BackendId b) {
     case BackendId::kReference: return PF_BACKEND_REFERENCE;
     case BackendId::kOneDnn: return PF_BACKEND_ONEDNN;
     case BackendId::kXnnpack: return PF_BACKEND_XNNPACK;
+    case BackendId::kGemmlowp: return PF_BACKEND_GEMMLOWP;
   }
   return PF_BACKEND_REFERENCE;
 }
@@ -288,7 +290,7 @@ pf_status pf_session_create(const pf_model* model, size_t module_index, const pf
     pf_session_options_init(&o);
     if (options != nullptr) o = *options;
     SessionOptions so;
-    if (o.backend < PF_BACKEND_AUTO || o.backend > PF_BACKEND_XNNPACK) {
+    if (o.backend < PF_BACKEND_AUTO || o.backend > PF_BACKEND_GEMMLOWP) {
       return fail(PF_INVALID_ARGUMENT, cat("pf_session_create: backend value ", static_cast<int>(o.backend), " is not a pf_backend"));
     }
     so.backend = to_backend(o.backend);

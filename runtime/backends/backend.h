@@ -18,7 +18,7 @@ namespace patchfuse {
 
 struct Int8Weights;  // runtime/frames/weight_transforms.h
 
-enum class BackendId { kReference, kOneDnn, kXnnpack };
+enum class BackendId { kReference, kOneDnn, kXnnpack, kGemmlowp };
 enum class Precision { kF32, kBF16, kF16, kInt8 };  // kInt8: frames only (uint8 rows, int8 weights)
 const char* backend_id_name(BackendId id);
 const char* precision_name(Precision p);

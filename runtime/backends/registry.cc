@@ -9,6 +9,9 @@
 #ifdef PATCHFUSE_WITH_XNNPACK
 #include "runtime/backends/xnnpack/xnnpack_backend.h"
 #endif
+#ifdef PATCHFUSE_WITH_GEMMLOWP
+#include "runtime/backends/gemmlowp/gemmlowp_backend.h"
+#endif
 
 namespace patchfuse {
 
@@ -19,6 +22,9 @@ const std::vector<const Backend*>& registered_backends() {
 #endif
 #ifdef PATCHFUSE_WITH_XNNPACK
       &xnnpack_backend(),  // ARM first choice (oneDNN is not built there)
+#endif
+#ifdef PATCHFUSE_WITH_GEMMLOWP
+      &gemmlowp_backend(),  // int8 only: ARM's int8 (XNNPACK refuses it)
 #endif
       &reference_backend(),
   };
@@ -37,6 +43,7 @@ const char* backend_id_name(BackendId id) {
     case BackendId::kReference: return "reference";
     case BackendId::kOneDnn: return "onednn";
     case BackendId::kXnnpack: return "xnnpack";
+    case BackendId::kGemmlowp: return "gemmlowp";
   }
   return "?";
 }

@@ -466,7 +466,9 @@ void Resizer::run(const ImageView& image, size_t row_begin, size_t row_end, uint
   auto* ring_f = reinterpret_cast<float*>(ring);
   auto* acc_i = reinterpret_cast<int32_t*>(ring + align16(v_.taps * values * (pil ? 1 : sizeof(float))));
   auto* acc_f = reinterpret_cast<float*>(acc_i);
+#if defined(__x86_64__)
   uint8_t* planes = reinterpret_cast<uint8_t*>(acc_i) + align16(values * 4);
+#endif
   std::fill(slot_row, slot_row + v_.taps, int64_t{-1});
 
   // Source row j, horizontally resampled over the kept columns: uint8 (pil) or float (torch).

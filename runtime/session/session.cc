@@ -19,12 +19,20 @@ Precision native_precision(DType d) {
   return Precision::kF32;
 }
 
-Result<const Backend*> pick_backend(const std::optional<BackendId>& requested) {
+// auto: the first backend available here that computes the requested precision on the requested
+// path (int8 on ARM: XNNPACK refuses it, gemmlowp takes it); when none does, the first available,
+// so that the error is that backend's reason.
+Result<const Backend*> pick_backend(const SessionOptions& o) {
+  const std::optional<BackendId>& requested = o.backend;
   if (!requested) {
+    const Backend* first = nullptr;
     for (const Backend* b : registered_backends()) {
-      if (b->available(nullptr)) return b;
+      if (!b->available(nullptr)) continue;
+      if (!o.precision || b->supports(*o.precision, o.fused, nullptr)) return b;
+      if (first == nullptr) first = b;
     }
-    return make_error(Code::kInternal, "no backend is available, not even reference");
+    PF_CHECK(first != nullptr, Code::kInternal, "no backend is available, not even reference");
+    return first;
   }
   const Backend* b = find_backend(*requested);
   PF_CHECK(b != nullptr, Code::kUnsupported, "backend ", backend_id_name(*requested),
@@ -47,7 +55,7 @@ Result<std::unique_ptr<Session>> Session::create(const ModuleView& module, const
   s->module_ = module;
   s->module_.geometry = as_conv3d(module.geometry);
   s->fused_ = o.fused;
-  PF_ASSIGN_OR_RETURN(s->backend_, pick_backend(o.backend));
+  PF_ASSIGN_OR_RETURN(s->backend_, pick_backend(o));
   const Backend& b = *s->backend_;
   const Precision native = native_precision(module.dtype);
   std::string why;

@@ -1,0 +1,160 @@
+#include "runtime/backends/gemmlowp/gemmlowp_backend.h"
+
+#include <cpuinfo.h>
+
+#include <algorithm>
+#include <new>
+
+#include "runtime/backends/gemmlowp/gemmlowp_variant.h"
+#include "runtime/frames/weight_transforms.h"
+
+namespace patchfuse {
+
+// The variants CMakeLists.txt compiles for this architecture, each with the CPU feature it needs;
+// the first whose feature this CPU has runs.
+#if defined(__aarch64__)
+extern const GemmlowpVariant kGemmlowp_dotprod, kGemmlowp_neon;
+#elif defined(__arm__)
+extern const GemmlowpVariant kGemmlowp_neon, kGemmlowp_portable;
+#elif defined(__x86_64__)
+extern const GemmlowpVariant kGemmlowp_avx2;
+#endif
+
+namespace {
+
+struct Candidate {
+  const GemmlowpVariant* variant;
+  bool (*runs_here)();
+  const char* needs;
+};
+
+#if defined(__aarch64__) || defined(__arm__)
+bool always() { return true; }
+#endif
+
+const Candidate* pick_variant(std::string* why) {
+  static const Candidate candidates[] = {
+#if defined(__aarch64__)
+      {&kGemmlowp_dotprod, [] { return cpuinfo_initialize() && cpuinfo_has_arm_neon_dot(); }, "the dot-product extension"},
+      {&kGemmlowp_neon, always, ""},  // NEON is part of ARMv8-A
+#elif defined(__arm__)
+      {&kGemmlowp_neon, [] { return cpuinfo_initialize() && cpuinfo_has_arm_neon(); }, "NEON"},
+      {&kGemmlowp_portable, always, ""},  // Debian armhf's baseline (VFPv3-D16) has no NEON
+#elif defined(__x86_64__)
+      {&kGemmlowp_avx2, [] { return cpuinfo_initialize() && cpuinfo_has_x86_avx2(); }, "AVX2"},
+#endif
+  };
+  static const Candidate* chosen = [] {
+    for (const Candidate& c : candidates) {
+      if (c.runs_here()) return &c;
+    }
+    return static_cast<const Candidate*>(nullptr);
+  }();
+  if (chosen == nullptr && why != nullptr) {
+    *why = cat("this build's gemmlowp kernels need ", candidates[0].needs, ", which this CPU lacks");
+  }
+  return chosen;
+}
+
+class GemmlowpKernel final : public Kernel {
+ public:
+  static Result<std::unique_ptr<Kernel>> make(const KernelRequest& r) {
+    PF_CHECK(r.int8 != nullptr, Code::kUnsupported, "gemmlowp backend: int8 only");
+    std::string why;
+    const Candidate* c = pick_variant(&why);
+    PF_CHECK(c != nullptr, Code::kUnsupported, "gemmlowp backend: ", why);
+    auto k = std::unique_ptr<GemmlowpKernel>(new GemmlowpKernel(*r.int8, *c->variant, r.threads));
+    PF_CHECK(k->context_ != nullptr, Code::kOutOfMemory, "gemmlowp backend: out of memory for its context");
+    return std::unique_ptr<Kernel>(std::move(k));
+  }
+  ~GemmlowpKernel() override {
+    if (context_ != nullptr) variant_.destroy(context_);
+  }
+
+  Status run(const float*, size_t, float*) override {
+    return make_error(Code::kInternal, "the gemmlowp kernel takes uint8 rows only");
+  }
+
+  // The exact int32 sums, then scale * (acc + bias) in double as the reference backend computes
+  // it, so the two agree bit for bit. The epilogue is split over the threads by rows.
+  Status run_u8(const uint8_t* input, size_t n, float* output) override {
+    PF_CHECK(n <= static_cast<size_t>(INT32_MAX / std::max<int64_t>(int8_.k, 1)), Code::kInvalidArgument,
+             "gemmlowp backend: ", n, " rows exceed its int sizes");
+    acc_.resize(n * outputs_);
+    PF_CHECK(variant_.gemm(context_, weights_.data(), input, static_cast<int>(outputs_), static_cast<int>(n),
+                           static_cast<int>(int8_.k), acc_.data()),
+             Code::kOutOfMemory, "gemmlowp backend: out of memory running ", n, " rows");
+    const int parts = static_cast<int>(std::min<size_t>(n, static_cast<size_t>(threads_)));
+    if (parts == 0) return {};
+    Epilogue e{this, n, static_cast<size_t>(parts), output};
+    variant_.parallel_for(context_, parts, &Epilogue::run, &e);
+    return {};
+  }
+  void parallelize(size_t n, const std::function<void(size_t)>& task) override {
+    if (n <= 1) {
+      if (n == 1) task(0);
+      return;
+    }
+    variant_.parallel_for(context_, static_cast<int>(n), [](void* f, int i) {
+      (*static_cast<const std::function<void(size_t)>*>(f))(static_cast<size_t>(i));
+    }, const_cast<std::function<void(size_t)>*>(&task));
+  }
+  std::string detail() const override {
+    return cat("gemmlowp u8 GEMM (DefaultL8R8BitDepthParams, exact int32 sums), kernel \"", variant_.kernel(),
+               "\" (", variant_.name, " variant)");
+  }
+  std::string isa() const override { return variant_.name; }
+  int threads() const override { return threads_; }
+
+ private:
+  GemmlowpKernel(const Int8Weights& w, const GemmlowpVariant& v, int threads)
+      : int8_(w), variant_(v), threads_(threads), outputs_(w.scale.size()), weights_(w.weight.size()),
+        context_(v.create(threads)) {
+    // gemmlowp's inputs are uint8 with an offset: q + 128 with offset -128 is q again.
+    std::transform(w.weight.begin(), w.weight.end(), weights_.begin(),
+                   [](int8_t q) { return static_cast<uint8_t>(static_cast<int>(q) + 128); });
+  }
+
+  struct Epilogue {
+    const GemmlowpKernel* k;
+    size_t n, parts;
+    float* output;
+    static void run(void* arg, int part) {
+      const auto& e = *static_cast<const Epilogue*>(arg);
+      const size_t o_count = e.k->outputs_, p = static_cast<size_t>(part);
+      for (size_t i = e.n * p / e.parts; i < e.n * (p + 1) / e.parts; ++i) {
+        for (size_t o = 0; o < o_count; ++o) {
+          e.output[i * o_count + o] = static_cast<float>(
+              static_cast<double>(e.k->int8_.scale[o]) *
+              (static_cast<double>(e.k->acc_[i * o_count + o]) + static_cast<double>(e.k->int8_.bias[o])));
+        }
+      }
+    }
+  };
+
+  const Int8Weights& int8_;  // outlives the kernel (KernelRequest)
+  const GemmlowpVariant& variant_;
+  int threads_;
+  size_t outputs_;
+  std::vector<uint8_t> weights_;  // [outputs, k], q + 128
+  std::vector<int32_t> acc_;
+  GemmlowpContext* context_;
+};
+
+bool available(std::string* why) { return pick_variant(why) != nullptr; }
+
+bool supports(Precision p, bool fused, std::string* why) {
+  if (p == Precision::kInt8 && fused) return true;
+  if (why) *why = p == Precision::kInt8 ? "int8 runs the fused GEMM only" : "gemmlowp is an integer GEMM: int8 (frames) only";
+  return false;
+}
+
+}  // namespace
+
+const Backend& gemmlowp_backend() {
+  static const Backend b{BackendId::kGemmlowp, "gemmlowp", available, supports, GemmlowpKernel::make,
+                         [](std::string*) { return 127; }};  // exact int32 sums on every variant
+  return b;
+}
+
+}  // namespace patchfuse
