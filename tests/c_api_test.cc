@@ -220,8 +220,29 @@ TEST(CApi, BadModelsGiveInvalidModel) {
   wrong_id[5] = 'Z';
   expect_invalid(wrong_id, "file identifier");
   expect_invalid(std::vector<uint8_t>(good.begin(), good.begin() + static_cast<std::ptrdiff_t>(good.size() / 2)), "");
-  TestModule mismatched{"m", 3, {2, 14, 14}, 16, false, DType::kF32, Layout::kFusedLinear, {1, 14, 14}};
-  expect_invalid(testing::make_model(mismatched, 1), "must equal kernel");
+  // A file claiming an ineligible geometry, each rule at its boundary in each axis (stride one off,
+  // padding 1, dilation 2, groups 2 with channels divisible by 2), is refused by name.
+  for (size_t axis = 0; axis < 3; ++axis) {
+    SCOPED_TRACE("axis " + std::to_string(axis));
+    const TestModule base{"m", 4, {2, 14, 14}, 16, false, DType::kF32, Layout::kFusedLinear, {}};
+    for (int64_t delta : {1, -1}) {
+      TestModule t = base;
+      t.stride = t.kernel;
+      t.stride[axis] += delta;
+      expect_invalid(testing::make_model(t, 1), "must equal kernel");
+    }
+    TestModule t = base;
+    t.padding = {0, 0, 0};
+    t.padding[axis] = 1;
+    expect_invalid(testing::make_model(t, 1), "must be all 0");
+    t = base;
+    t.dilation = {1, 1, 1};
+    t.dilation[axis] = 2;
+    expect_invalid(testing::make_model(t, 1), "must be all 1");
+  }
+  TestModule grouped{"m", 4, {2, 14, 14}, 16, false, DType::kF32, Layout::kFusedLinear, {}};
+  grouped.groups = 2;
+  expect_invalid(testing::make_model(grouped, 1), "groups 2 must be 1");
 
   testing::TempDir dir;
   EXPECT_EQ(pf_model_open_file((dir / "missing.pfb").c_str(), &model), PF_IO_ERROR);

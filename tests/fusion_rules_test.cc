@@ -110,6 +110,52 @@ TEST(Eligibility, EachRuleIsReportedByName) {
   EXPECT_NE(s.error().message.find("stride (2,7,7) must equal kernel (2,14,14)"), std::string::npos);
 }
 
+// Each rule at its boundary, in every spatial axis of both families: stride one more and one less
+// than the kernel, padding 1, dilation 2, and groups 2 with channels divisible by 2 (so the
+// geometry is valid and only the fusion rule refuses it). Exactly one violation each, by name.
+TEST(Eligibility, EveryRuleAtItsBoundaryInEveryAxis) {
+  const FusionFamily& c2 = *find_family("conv2d_patch_embeddings");
+  struct Base {
+    const FusionFamily& family;
+    ConvGeometry g;
+  };
+  ConvGeometry conv3d = qwen2_vl();
+  conv3d.in_channels = 4;  // divisible by 2, as embed_dim 1280 is
+  ConvGeometry conv2d = testing::conv2d_geometry(16, 8, 4, 768);
+  int checked = 0;
+  for (const Base& base : {Base{patch(), conv3d}, Base{c2, conv2d}}) {
+    ASSERT_TRUE(check_eligible(base.family, "m", base.g).ok());
+    const auto one_violation = [&](const ConvGeometry& g, const std::string& rule) {
+      ASSERT_TRUE(check_geometry(base.family, "m", g).ok()) << rule << ": the geometry itself is valid";
+      const std::vector<std::string> v = eligibility_violations(g);
+      ASSERT_EQ(v.size(), 1u) << rule;
+      EXPECT_NE(v[0].find(rule), std::string::npos) << v[0];
+      const Status s = check_eligible(base.family, "m", g);
+      ASSERT_FALSE(s.ok()) << rule;
+      EXPECT_NE(s.error().message.find(rule), std::string::npos) << s.error().message;
+      ++checked;
+    };
+    for (size_t axis = 0; axis < base.g.kernel.size(); ++axis) {
+      SCOPED_TRACE("axis " + std::to_string(axis));
+      for (int64_t delta : {1, -1}) {
+        ConvGeometry g = base.g;
+        g.stride[axis] += delta;
+        one_violation(g, "must equal kernel");
+      }
+      ConvGeometry g = base.g;
+      g.padding[axis] = 1;
+      one_violation(g, "must be all 0");
+      g = base.g;
+      g.dilation[axis] = 2;
+      one_violation(g, "must be all 1");
+    }
+    ConvGeometry g = base.g;
+    g.groups = 2;
+    one_violation(g, "groups 2 must be 1");
+  }
+  EXPECT_EQ(checked, (3 * 4 + 1) + (2 * 4 + 1));
+}
+
 TEST(Eligibility, StructurallyInvalidGeometryIsRefused) {
   ConvGeometry g = qwen2_vl();
   g.kernel = {14, 14};

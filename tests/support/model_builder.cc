@@ -23,8 +23,9 @@ std::vector<uint8_t> make_model(const TestModule& spec, uint32_t seed) {
   m.layout = spec.layout;
   m.geometry.kernel = spec.kernel;
   m.geometry.stride = spec.stride.empty() ? spec.kernel : spec.stride;
-  m.geometry.padding.assign(spec.kernel.size(), 0);
-  m.geometry.dilation.assign(spec.kernel.size(), 1);
+  m.geometry.padding = spec.padding.empty() ? std::vector<int64_t>(spec.kernel.size(), 0) : spec.padding;
+  m.geometry.dilation = spec.dilation.empty() ? std::vector<int64_t>(spec.kernel.size(), 1) : spec.dilation;
+  m.geometry.groups = spec.groups;
   m.geometry.in_channels = spec.in_channels;
   m.geometry.embed_dim = spec.embed_dim;
   m.dtype = m.source_dtype = spec.dtype;

@@ -21,6 +21,9 @@ struct TestModule {
   Layout layout = Layout::kFusedLinear;
   std::vector<int64_t> stride;  // empty: equal to kernel (eligible)
   bool preprocessing = false;   // Qwen2-VL's image processor (CLIP mean/std, merge 2): takes frames
+  // Empty / 1: the eligible values (0, 1, 1). Others write a geometry the reader must refuse.
+  std::vector<int64_t> padding = {}, dilation = {};
+  int64_t groups = 1;
 };
 
 // A verified-format .pfb with one module "visual.patch_embed" holding seeded random weights.
