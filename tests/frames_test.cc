@@ -89,7 +89,8 @@ TEST_P(FramesTest, GatherOrderIsHuggingFaces) {
     // Block by block, in reverse (as threads may finish): the same rows.
     std::vector<float> by_block(rows.size(), -1.0f);
     for (int64_t b = blocks - 1; b >= 0; --b) {
-      gather_rows(f.pointers().data(), f.t, f.width * 3, g, p, C, still, b, b + 1, by_block.data());
+      gather_rows(f.pointers().data(), f.t, f.width * 3, g, p, C, still, b, b + 1,
+                  by_block.data() + b * (g.rows() / blocks) * k);
     }
     ASSERT_EQ(by_block, rows);
     // The bf16 gather (what a bf16 kernel takes) holds the same values exactly.

@@ -99,7 +99,7 @@ void gather(const uint8_t* const* frames, size_t count, size_t row_stride, const
   std::vector<T> planes(static_cast<size_t>(channels) * width);
   for (int64_t block = block_begin; block < block_end; ++block) {
     const int64_t gt = block / blocks_per_t, bh = block % blocks_per_t;
-    T* block_out = out + block * M * grid.w * k;
+    T* block_out = out + (block - block_begin) * M * grid.w * k;
     for (int64_t mh = 0; mh < M; ++mh) {
       for (int64_t y = 0; y < P; ++y) {
         const auto image_row = static_cast<size_t>((bh * M + mh) * P + y);

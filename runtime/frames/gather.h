@@ -21,10 +21,9 @@ namespace patchfuse {
 int64_t gather_block_count(const FrameGrid& grid, const Preprocessing& p);
 
 // `frames`: grid's source frames, `count` of them (count <= grid.t * temporal_patch_size).
-// `out`: grid.rows() rows of channels * (still ? 1 : temporal_patch_size) * P * P values, as f32
-// or as bf16 bits (every such value is exact in both), the two input types backends take, or as
-// the raw uint8 pixels for int8 kernels. Only the rows of blocks [block_begin, block_end) are
-// written.
+// `out`: the rows of blocks [block_begin, block_end), from its start, each channels * (still ? 1 :
+// temporal_patch_size) * P * P values, as f32 or as bf16 bits (every such value is exact in
+// both), the two input types backends take, or as the raw uint8 pixels for int8 kernels.
 void gather_rows(const uint8_t* const* frames, size_t count, size_t row_stride, const FrameGrid& grid,
                  const Preprocessing& p, int64_t channels, bool still, int64_t block_begin, int64_t block_end,
                  float* out);

@@ -136,31 +136,42 @@ void Session::gather_on_threads(FramesKernel& k, const uint8_t* const* frames, s
   const Preprocessing& p = *module_.preprocessing;
   const int64_t parts = std::min<int64_t>(end - begin, k.kernel->threads());
   const bool still = t == 1;
+  const int64_t values_per_block = grid.rows() / gather_block_count(grid, p) * k.folded.k;
   k.kernel->parallelize(static_cast<size_t>(parts), [&](size_t i) {
     const auto part = static_cast<int64_t>(i);
-    gather_rows(frames, t, row_stride, grid, p, module_.geometry.in_channels, still, begin + (end - begin) * part / parts,
-                begin + (end - begin) * (part + 1) / parts, rows);
+    const int64_t first = begin + (end - begin) * part / parts;
+    gather_rows(frames, t, row_stride, grid, p, module_.geometry.in_channels, still, first,
+                begin + (end - begin) * (part + 1) / parts, rows + (first - begin) * values_per_block);
   });
 }
 
 template <class Gather>
 Status Session::gather_and_run(FramesKernel& k, const FrameGrid& g, float* output, const Gather& gather) {
   // Rows in the kernel's own input type: a bf16 kernel gets bf16 rows, with no f32 pass between.
-  const auto rows = static_cast<size_t>(g.rows());
-  const size_t count = rows * static_cast<size_t>(k.folded.k);
+  const int64_t blocks = gather_block_count(g, *module_.preprocessing), blocks_per_t = blocks / g.t;
+  const auto rows_per_block = static_cast<size_t>(g.rows() / blocks), row_values = static_cast<size_t>(k.folded.k);
+  const auto embed = static_cast<size_t>(module_.geometry.embed_dim);
+  const auto chunks = [&](auto& buffer, const auto& run) -> Status {
+    const size_t block_bytes = rows_per_block * row_values * sizeof(buffer[0]);
+    const auto per_chunk = static_cast<int64_t>(std::clamp<size_t>(kChunkBytes / block_bytes, 1, static_cast<size_t>(blocks_per_t)));
+    buffer.resize(static_cast<size_t>(per_chunk) * rows_per_block * row_values);
+    for (int64_t gt = 0; gt < g.t; ++gt) {
+      for (int64_t b = gt * blocks_per_t; b < (gt + 1) * blocks_per_t; b += per_chunk) {
+        const int64_t e = std::min(b + per_chunk, (gt + 1) * blocks_per_t);
+        gather(b, e, buffer.data());
+        const size_t n = static_cast<size_t>(e - b) * rows_per_block;
+        PF_RETURN_IF_ERROR(run(buffer.data(), n, output + static_cast<size_t>(b) * rows_per_block * embed));
+      }
+    }
+    return {};
+  };
   if (precision_ == Precision::kInt8) {
-    rows_u8_.resize(count);
-    gather(rows_u8_.data());
-    return k.kernel->run_u8(rows_u8_.data(), rows, output);
+    return chunks(rows_u8_, [&](const uint8_t* r, size_t n, float* out) { return k.kernel->run_u8(r, n, out); });
   }
   if (k.kernel->takes_bf16()) {
-    rows_bf16_.resize(count);
-    gather(rows_bf16_.data());
-    return k.kernel->run_bf16(rows_bf16_.data(), rows, output);
+    return chunks(rows_bf16_, [&](const uint16_t* r, size_t n, float* out) { return k.kernel->run_bf16(r, n, out); });
   }
-  rows_.resize(count);
-  gather(rows_.data());
-  return k.kernel->run(rows_.data(), rows, output);
+  return chunks(rows_, [&](const float* r, size_t n, float* out) { return k.kernel->run(r, n, out); });
 }
 
 Status Session::run_frames(const uint8_t* const* frames, size_t t, size_t height, size_t width, size_t row_stride,
@@ -173,9 +184,8 @@ Status Session::run_frames(const uint8_t* const* frames, size_t t, size_t height
   for (size_t f = 0; f < t; ++f) PF_CHECK(frames[f] != nullptr, Code::kInvalidArgument, "run_frames: frame ", f, " is null");
   try {
     PF_ASSIGN_OR_RETURN(FramesKernel * k, frames_kernel(t == 1));
-    const int64_t blocks = gather_block_count(g, *module_.preprocessing);
-    PF_RETURN_IF_ERROR(gather_and_run(*k, g, output, [&](auto* rows) {
-      gather_on_threads(*k, frames, t, row_stride, g, 0, blocks, rows);
+    PF_RETURN_IF_ERROR(gather_and_run(*k, g, output, [&](int64_t begin, int64_t end, auto* rows) {
+      gather_on_threads(*k, frames, t, row_stride, g, begin, end, rows);
     }));
   } catch (const std::bad_alloc&) {
     return make_error(Code::kOutOfMemory, cat("run_frames: out of memory for ", t, " frames of ", height, "x", width));
@@ -250,16 +260,15 @@ Status Session::run_images(const ImageView* images, size_t t, float* output, Fra
     for (auto& f : resized_) f.resize(frame_bytes);
     std::vector<const uint8_t*> frames(t, nullptr);
     const int64_t blocks_per_t = gather_block_count(g, p) / g.t;
-    PF_RETURN_IF_ERROR(gather_and_run(*k, g, output, [&](auto* rows) {
-      for (int64_t gt = 0; gt < g.t; ++gt) {
-        for (size_t i = 0; i < tps; ++i) {
-          const size_t f = std::min(static_cast<size_t>(gt) * tps + i, t - 1);  // an odd count repeats the last
-          if (frames[f] != nullptr) continue;
-          resize_on_threads(*k->kernel, *r, images[f], resized_[i].data());
-          frames[f] = resized_[i].data();
-        }
-        gather_on_threads(*k, frames.data(), t, spec.out_w * 3, g, gt * blocks_per_t, (gt + 1) * blocks_per_t, rows);
+    PF_RETURN_IF_ERROR(gather_and_run(*k, g, output, [&](int64_t begin, int64_t end, auto* rows) {
+      const int64_t gt = begin / blocks_per_t;  // a chunk's blocks are of one time step
+      for (size_t i = 0; i < tps; ++i) {
+        const size_t f = std::min(static_cast<size_t>(gt) * tps + i, t - 1);  // an odd count repeats the last
+        if (frames[f] != nullptr) continue;
+        resize_on_threads(*k->kernel, *r, images[f], resized_[i].data());
+        frames[f] = resized_[i].data();
       }
+      gather_on_threads(*k, frames.data(), t, spec.out_w * 3, g, begin, end, rows);
     }));
     if (grid != nullptr) *grid = g;
   } catch (const std::bad_alloc&) {
