@@ -424,6 +424,32 @@ TEST_F(ConvertCliBadInput, IneligibleConv) {
                  "'patch_embeddings' fusion: padding (0,1,1) must be all 0");
 }
 
+// Each rule at its boundary in each axis, through the converter (--geometry on an architecture it
+// does not know): stride one off the kernel, padding 1, dilation 2, groups 2 (the weight's 3 input
+// channels per group make 6, and embed_dim 8 divides by 2, so the geometry is valid and only the
+// rule refuses it). Each is the one-line refusal naming the rule, with no file written.
+TEST_F(ConvertCliBadInput, IneligibleAtEveryRuleBoundary) {
+  testing::write_text(dir_ / "ckpt/config.json", R"({"model_type":"my_vlm","vision_config":{"patch_size":14}})");
+  const std::string kernel[3] = {"2", "14", "14"};
+  for (int axis = 0; axis < 3; ++axis) {
+    SCOPED_TRACE("axis " + std::to_string(axis));
+    const auto dims = [&](const std::string& a, const std::string& b, const std::string& c) { return a + "x" + b + "x" + c; };
+    const auto with = [&](std::string base[3], const std::string& v) {
+      std::string d[3] = {base[0], base[1], base[2]};
+      d[axis] = v;
+      return dims(d[0], d[1], d[2]);
+    };
+    std::string k[3] = {kernel[0], kernel[1], kernel[2]}, zeros[3] = {"0", "0", "0"}, ones[3] = {"1", "1", "1"};
+    for (int delta : {1, -1}) {
+      const std::string stride = with(k, std::to_string(std::stoi(kernel[axis]) + delta));
+      expect_failure("--geometry stride=" + stride, "must equal kernel (2,14,14)");
+    }
+    expect_failure("--geometry stride=2x14x14,padding=" + with(zeros, "1"), "must be all 0");
+    expect_failure("--geometry stride=2x14x14,dilation=" + with(ones, "2"), "must be all 1");
+  }
+  expect_failure("--geometry stride=2x14x14,groups=2", "groups 2 must be 1");
+}
+
 TEST_F(ConvertCliBadInput, UnknownFusionName) { expect_failure("--fusion conv_bn=true", "Unknown fusion type: conv_bn"); }
 
 TEST_F(ConvertCliBadInput, InvalidFusionValue) {
