@@ -13,14 +13,14 @@ mkdir -p "$scratch/src"
 # The working tree as it is (committed or not), without build folders.
 tar --exclude='./build*' --exclude='./.git' --exclude='./out' -cf - . | (cd "$scratch/src" && tar -xf -)
 cmake -S "$scratch/src" -B "$scratch/build" -DCMAKE_BUILD_TYPE=Release > "$scratch/configure.log"
-cmake --build "$scratch/build" -j "$jobs" > "$scratch/build.log" || { echo "mutants: the unmutated tree does not build ($scratch/build.log)" >&2; exit 1; }
+cmake --build "$scratch/build" -j "$jobs" > "$scratch/build.log" 2>&1 || { echo "mutants: the unmutated tree does not build ($scratch/build.log)" >&2; exit 1; }
 
 total=0 killed=0
 survivors=()
 while IFS= read -r line; do
   [[ -z $line || $line == \#* ]] && continue
   # Fields are split on " @@ " and stripped, so TEXT and REPLACEMENT start at their first non-blank.
-  IFS=$'\x1f' read -r file old new why < <(python3 -c 'import sys; print("\x1f".join(f.strip() for f in sys.argv[1].split(" @@ ")), end="")' "$line")
+  IFS=$'\x1f' read -r file old new why < <(python3 -c 'import sys; print("\x1f".join(f.strip() for f in sys.argv[1].split(" @@ ")))' "$line")
   total=$((total + 1))
   target="$scratch/src/$file"
   count=$(python3 -c 'import sys; print(open(sys.argv[1]).read().count(sys.argv[2]))' "$target" "$old")
