@@ -14,7 +14,9 @@
 #include "converter/convert.h"
 #include "patchfuse/patchfuse.hpp"
 #include "runtime/frames/gather.h"
+#include "runtime/frames/weight_transforms.h"
 #include "runtime/model/model_file.h"
+#include "tests/support/model_builder.h"
 #include "tests/support/sessions.h"
 #include "tests/support/test_util.h"
 #include "tests/support/tolerance.h"
@@ -311,6 +313,45 @@ TEST_P(FramesTest, VideoFrameSizeFollowsTheStoredRule) {
   const auto one = model_->video_frame_size(0, 1, 480, 640);
   EXPECT_EQ(static_cast<bool>(one), !qwen3) << "Qwen3-VL's video processor refuses fewer than temporal_patch_size frames";
   EXPECT_FALSE(model_->video_frame_size(0, 0, 480, 640));
+}
+
+// quantize_int8 puts the bias in the accumulator's units: scale * (sum q * u8 + bias) must be
+// scale * sum q * (u8 - 128) + b', the pixels' centring cancelling exactly. The right side is
+// computed here in double from the quantized weights and scales alone (not from the bias it
+// made), for seeded folded weights and pixels at both weight widths; each channel reaches +-max_q.
+TEST(Int8Quantization, BiasCancelsTheCentringExactly) {
+  FoldedWeights f;
+  f.k = 147;
+  const size_t k = 147, out = 23, n = 5;
+  f.weight = testing::random_floats(out * k, 21);
+  for (float& w : f.weight) w *= 0.05f;
+  f.bias = testing::random_floats(out, 22);
+  std::vector<uint8_t> pixels(n * k);
+  for (size_t i = 0; i < pixels.size(); ++i) pixels[i] = static_cast<uint8_t>((i * 2654435761u) >> 24);
+  for (int max_q : {127, 63}) {
+    SCOPED_TRACE("max_q " + std::to_string(max_q));
+    const Int8Weights q = quantize_int8(f, max_q);
+    for (size_t o = 0; o < out; ++o) {
+      int max_abs = 0;
+      for (size_t j = 0; j < k; ++j) max_abs = std::max(max_abs, std::abs(static_cast<int>(q.weight[o * k + j])));
+      ASSERT_EQ(max_abs, max_q) << "channel " << o;
+      for (size_t r = 0; r < n; ++r) {
+        int64_t acc = 0;
+        double centred = 0, magnitude = 0;
+        for (size_t j = 0; j < k; ++j) {
+          const int qw = q.weight[o * k + j], u8 = pixels[r * k + j];
+          acc += static_cast<int64_t>(qw) * u8;
+          centred += static_cast<double>(qw) * (u8 - 128);
+          magnitude += std::abs(qw) * 128.0;
+        }
+        const double scale = q.scale[o];
+        const double got = scale * (static_cast<double>(acc) + static_cast<double>(q.bias[o]));
+        const double want = scale * centred + static_cast<double>(f.bias[o]);
+        // The bias is stored as f32: its rounding, 6e-8 of |b'| + 128 * scale * |sum q|, bounds the difference.
+        EXPECT_NEAR(got, want, 1e-6 * (std::fabs(f.bias[o]) + scale * magnitude)) << "channel " << o << " row " << r;
+      }
+    }
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Presets, FramesTest, ::testing::Values("qwen2_vl", "qwen3_vl"));
