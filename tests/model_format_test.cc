@@ -96,6 +96,24 @@ TEST(ModelFormat, EveryTruncationIsRefused) {
   }
 }
 
+// The slack rule at its boundary: the last tensor followed by exactly kTailSlack bytes is
+// accepted, by one byte fewer refused by that rule (not by the FlatBuffer check).
+TEST(ModelFormat, TailSlackIsExactAtTheByte) {
+  const auto bytes = build({qwen_module(Layout::kFusedLinear, true, 4)});
+  auto m = read_model(bytes.data(), bytes.size(), "m.pfb");
+  ASSERT_TRUE(m.ok()) << m.error().message;
+  size_t end = 0;
+  for (const ModuleView& v : m->modules) {
+    for (const TensorView* t : {&v.weight, v.bias ? &*v.bias : nullptr}) {
+      if (t) end = std::max(end, static_cast<size_t>(t->data - bytes.data()) + t->bytes);
+    }
+  }
+  ASSERT_EQ(bytes.size() - end, kTailSlack) << "the writer leaves exactly the slack after the last tensor";
+  const std::vector<uint8_t> cut(bytes.begin(), bytes.end() - 1);
+  const std::string e = read_error(cut);
+  EXPECT_NE(e.find("ends 63 bytes before the end of the model; at least 64 bytes of slack"), std::string::npos) << e;
+}
+
 // FlatBuffers 2.0.8's Verifier aligns a vector's length prefix to 4 bytes only. Pointing the
 // weight's shape field 4 bytes further makes a [long] vector whose elements sit off their 8-byte
 // boundary (found by UBSan in BitFlipsNeverCrash: a misaligned 64-bit load); the reader must

@@ -64,6 +64,11 @@ TEST(Npy, Errors) {
             std::string::npos);
   EXPECT_EQ(error_of(dir, npy_bytes("{'descr': '<f8', 'fortran_order': False, 'shape': (), }", 8)), "(accepted)");
   EXPECT_FALSE(read_npy(dir / "missing.npy").ok());
+  // The header length at its bound: a file that ends one byte before the header does.
+  std::vector<uint8_t> short_header = npy_bytes("{'descr': '<f8', 'fortran_order': False, 'shape': (), }", 0);
+  short_header.pop_back();
+  EXPECT_NE(error_of(dir, short_header).find("header length 118 runs past the end of the file"), std::string::npos)
+      << error_of(dir, short_header);
 }
 
 // Long headers: the old std::regex parse recursed per character and overflowed the stack on a

@@ -83,7 +83,7 @@ TEST(Resize, PilIsPillowByteForByte) {
     EXPECT_EQ(differ, 0u) << name(c) << ": bytes that differ from Pillow's (exact match required)";
     ++checked;
   }
-  EXPECT_EQ(checked, 84);  // 14 geometries x 6 filters
+  EXPECT_EQ(checked, 108);  // 18 geometries x 6 filters
 }
 
 TEST(Resize, TorchIsWithinOneLevelOfTorch) {
@@ -104,7 +104,7 @@ TEST(Resize, TorchIsWithinOneLevelOfTorch) {
     EXPECT_LE(differ, got.size() / 100 + 2) << name(c);
     ++checked;
   }
-  EXPECT_EQ(checked, 42);  // 14 geometries x 3 filters
+  EXPECT_EQ(checked, 54);  // 18 geometries x 3 filters
 }
 
 TEST(Resize, ShortestEdgeAndCentreCropAreTransformers) {
