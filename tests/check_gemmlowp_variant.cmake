@@ -1,7 +1,8 @@
 # ctest: one gemmlowp kernel variant's object is kept apart from the rest of the library (see
 # runtime/backends/gemmlowp/gemmlowp_variant.h): every global or weak definition in it is in its
 # own namespace patchfuse_gemmlowp_<variant>, except its table patchfuse::kGemmlowp_<variant> and
-# the exception-handling data references (DW.ref.*, pointers the unwinder reads, no code). Also
+# the exception-handling data references (DW.ref.*, pointers the unwinder reads, no code) and, in
+# sanitized builds, AddressSanitizer's markers for its globals. Also
 # that the object holds the kernel its flags promise: an instruction it must have (HAS) or must
 # not (LACKS), counted in its disassembly.
 #   cmake -DNM= -DOBJDUMP= -DVARIANT= -DOBJECTS=<object> -DHAS=<regex> -DLACKS=<regex> -P this
@@ -22,8 +23,10 @@ foreach(line IN LISTS lines)
   if(NOT type MATCHES "^[TDBRWVu]$")  # local symbols cannot be merged with another object's
     continue()
   endif()
+  # __odr_asan.*: AddressSanitizer's one-byte marker for a global of ours (not demangled by nm).
   if(name MATCHES "patchfuse_gemmlowp_${VARIANT}::" OR name STREQUAL "patchfuse::kGemmlowp_${VARIANT}"
-     OR name MATCHES "^DW\\.ref\\.")
+     OR name MATCHES "^DW\\.ref\\."
+     OR name MATCHES "^__odr_asan\\..*(patchfuse_gemmlowp_${VARIANT}|kGemmlowp_${VARIANT})")
     math(EXPR own "${own} + 1")
   else()
     list(APPEND shared "${type} ${name}")
