@@ -44,4 +44,10 @@ struct Int8Weights {
 };
 Int8Weights quantize_int8(const FoldedWeights& f, int max_q = 127);
 
+// Output o from its exact integer sum: scale * (acc + bias) in double, rounded to f32 once. The
+// backends whose sums are exact int32 (reference, gemmlowp) apply this, so they agree bit for bit.
+inline float int8_output(const Int8Weights& w, size_t o, int64_t acc) {
+  return static_cast<float>(static_cast<double>(w.scale[o]) * (static_cast<double>(acc) + static_cast<double>(w.bias[o])));
+}
+
 }  // namespace patchfuse

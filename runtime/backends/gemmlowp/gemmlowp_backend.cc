@@ -75,8 +75,8 @@ class GemmlowpKernel final : public Kernel {
     return make_error(Code::kInternal, "the gemmlowp kernel takes uint8 rows only");
   }
 
-  // The exact int32 sums, then scale * (acc + bias) in double as the reference backend computes
-  // it, so the two agree bit for bit. The epilogue is split over the threads by rows.
+  // The exact int32 sums, then int8_output() as the reference backend applies it, so the two agree
+  // bit for bit. The epilogue is split over the threads by rows.
   Status run_u8(const uint8_t* input, size_t n, float* output) override {
     PF_CHECK(n <= static_cast<size_t>(INT32_MAX / std::max<int64_t>(int8_.k, 1)), Code::kInvalidArgument,
              "gemmlowp backend: ", n, " rows exceed its int sizes");
@@ -124,9 +124,7 @@ class GemmlowpKernel final : public Kernel {
       const size_t o_count = e.k->outputs_, p = static_cast<size_t>(part);
       for (size_t i = e.n * p / e.parts; i < e.n * (p + 1) / e.parts; ++i) {
         for (size_t o = 0; o < o_count; ++o) {
-          e.output[i * o_count + o] = static_cast<float>(
-              static_cast<double>(e.k->int8_.scale[o]) *
-              (static_cast<double>(e.k->acc_[i * o_count + o]) + static_cast<double>(e.k->int8_.bias[o])));
+          e.output[i * o_count + o] = int8_output(e.k->int8_, o, e.k->acc_[i * o_count + o]);
         }
       }
     }

@@ -37,8 +37,7 @@ class ReferenceKernel final : public Kernel {
         const int8_t* w = &int8_->weight[o * k_];
         int64_t acc = 0;
         for (size_t j = 0; j < k_; ++j) acc += static_cast<int64_t>(x[j]) * w[j];
-        output[i * out_ + o] = static_cast<float>(static_cast<double>(int8_->scale[o]) *
-                                                  (static_cast<double>(acc) + static_cast<double>(int8_->bias[o])));
+        output[i * out_ + o] = int8_output(*int8_, o, acc);
       }
     }
     return {};
