@@ -419,8 +419,10 @@ Result<Resizer> Resizer::create(const ResizeSpec& s) {
     // The tap-pair tables for the kept columns, 8 outputs a block: per pair of taps a byte shuffle
     // per lane (output j's two pixels at bytes 4j and 4j + 2, zeros elsewhere) and the halves of
     // the coefficients. A tap past the last (odd tap counts) reads a zero with coefficient 0.
+    // Pairs cover the most taps an output has, not the table width: that is one less (2 * ceil(support)
+    // + 1 rounds the window up), a pair fewer for the bicubic scales camera frames see.
     TapPairs& t = r.tap_pairs_;
-    const size_t taps = r.h_.taps;
+    const auto taps = static_cast<size_t>(*std::max_element(r.h_.count.begin(), r.h_.count.end()));
     t.pairs = (taps + 1) / 2;
     const size_t blocks = (r.col_end_ - r.col_begin_) / 8;
     t.ok.assign(blocks, 1);
@@ -434,7 +436,7 @@ Result<Resizer> Resizer::create(const ResizeSpec& s) {
         if (offset + static_cast<int32_t>(taps) > 16) t.ok[b] = 0;
         for (size_t i = 0; i < taps && t.ok[b]; ++i) {
           const size_t pair = b * t.pairs + i / 2;
-          const int32_t k = r.h_.fixed[(x + j) * taps + i];
+          const int32_t k = r.h_.fixed[(x + j) * r.h_.taps + i];
           t.index[pair * 32 + 4 * j + 2 * (i % 2)] = static_cast<uint8_t>(offset + static_cast<int32_t>(i));
           t.hi[pair * 16 + 2 * j + i % 2] = static_cast<int16_t>(k >> 8);
           t.lo[pair * 16 + 2 * j + i % 2] = static_cast<int16_t>(k & 255);
