@@ -4,7 +4,12 @@
 
 #include <algorithm>
 #include <cstring>
+#include <type_traits>
 #include <vector>
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
 
 namespace patchfuse {
 
@@ -37,86 +42,169 @@ struct Pixel<uint8_t> {  // int8 kernels take the pixels as they are (weight_tra
   static uint8_t of(uint8_t v) { return v; }
 };
 
-// One image row of `width` pixels of `channels` interleaved bytes into one plane per channel, as
-// T. A long loop with a constant stride, which the compiler turns into shuffles.
-template <class T>
-inline void split_row(const uint8_t* __restrict src, size_t width, int64_t channels, T* __restrict planes) {
+// One image row of `width` pixels of `channels` interleaved bytes into one uint8 plane per
+// channel, `plane_stride` bytes apart. A long loop with a constant stride, which the compiler
+// turns into shuffles.
+inline void split_row(const uint8_t* __restrict src, size_t width, int64_t channels, uint8_t* __restrict planes,
+                      size_t plane_stride) {
   if (channels == 3) {
-    T* __restrict r = planes;
-    T* __restrict g = planes + width;
-    T* __restrict b = planes + 2 * width;
+    uint8_t* __restrict r = planes;
+    uint8_t* __restrict g = planes + plane_stride;
+    uint8_t* __restrict b = planes + 2 * plane_stride;
     for (size_t x = 0; x < width; ++x) {
-      r[x] = Pixel<T>::of(src[3 * x]);
-      g[x] = Pixel<T>::of(src[3 * x + 1]);
-      b[x] = Pixel<T>::of(src[3 * x + 2]);
+      r[x] = src[3 * x];
+      g[x] = src[3 * x + 1];
+      b[x] = src[3 * x + 2];
     }
     return;
   }
   for (int64_t c = 0; c < channels; ++c) {
     for (size_t x = 0; x < width; ++x) {
-      planes[static_cast<size_t>(c) * width + x] = Pixel<T>::of(src[x * static_cast<size_t>(channels) + static_cast<size_t>(c)]);
+      planes[static_cast<size_t>(c) * plane_stride + x] = src[x * static_cast<size_t>(channels) + static_cast<size_t>(c)];
     }
   }
 }
 
-// The x86-64 baseline has no byte shuffle, so on x86-64 the split is also compiled for AVX2 and
-// chosen at run time where the CPU has it (core/cpu_features.h says why not target_clones).
-#if defined(__x86_64__)
-template <class T>
-__attribute__((target("avx2"))) void split_row_avx2(const uint8_t* src, size_t width, int64_t channels, T* planes) {
-  split_row(src, width, channels, planes);
-}
+// P pixels of a plane row as T, portable: a compile-time count (Pt > 0) for the common patch sizes.
+template <class T, int64_t Pt>
+struct PortableRow {
+  [[gnu::always_inline]] static inline void apply(T* __restrict dst, const uint8_t* __restrict src, int64_t P) {
+    const int64_t n = Pt > 0 ? Pt : P;
+    if constexpr (std::is_same_v<T, uint8_t>) {
+      std::memcpy(dst, src, static_cast<size_t>(n));
+    } else {
+      for (int64_t x = 0; x < n; ++x) dst[x] = Pixel<T>::of(src[x]);
+    }
+  }
+};
 
-#endif
-
-template <class T>
-void deinterleave(const uint8_t* src, size_t width, int64_t channels, T* planes) {
-#if defined(__x86_64__)
-  if (cpu_has_avx2()) return split_row_avx2(src, width, channels, planes);
-#endif
-  split_row(src, width, channels, planes);
-}
-
-// P values: a constant-size copy (a couple of moves, not a call) for the common patch sizes.
-template <class T>
-inline void copy_patch_row(T* dst, const T* src, int64_t P) {
-  switch (P) {
-    case 14: std::memcpy(dst, src, 14 * sizeof(T)); return;
-    case 16: std::memcpy(dst, src, 16 * sizeof(T)); return;
-    default: std::memcpy(dst, src, static_cast<size_t>(P) * sizeof(T));
+// The rows of one merge row `mh` of a block, in memory order. `planes` holds the block's P image
+// rows of that merge row per time step and channel: plane (t, c) row y at ((t * C + c) * P + y) *
+// width. Rows (bw, mh, mw) of a block are M apart in groups of M, and each row's columns (c, t, y,
+// x) are written one after another, so the output is written in long runs (writing it image row
+// by image row touched every row of the block for each image row).
+template <class Row, class T>
+inline void emit_rows(const uint8_t* planes, size_t width, int64_t P, int64_t M, int64_t grid_w,
+                                             int64_t channels, int64_t tps, int64_t mh, int64_t k, T* block_out) {
+  for (int64_t bw = 0; bw < grid_w / M; ++bw) {
+    for (int64_t mw = 0; mw < M; ++mw) {
+      const auto x0 = static_cast<size_t>((bw * M + mw) * P);
+      T* dst = block_out + ((bw * M + mh) * M + mw) * k;
+      for (int64_t c = 0; c < channels; ++c) {
+        for (int64_t t = 0; t < tps; ++t) {
+          const uint8_t* plane = planes + static_cast<size_t>((t * channels + c) * P) * width + x0;
+          for (int64_t y = 0; y < P; ++y, dst += P) Row::apply(dst, plane + static_cast<size_t>(y) * width, P);
+        }
+      }
+    }
   }
 }
 
-// Per image row: the row is split into channel planes once, then each patch's P values per
-// channel are one copy. A block's rows are ordered (bw, mh, mw); row (bw, mh, mw) holds the patch
-// at patch row bh * M + mh, patch column bw * M + mw, its columns in (c, t, y, x) order.
+template <class T>
+void emit_rows_portable(const uint8_t* planes, size_t width, int64_t P, int64_t M, int64_t grid_w, int64_t channels,
+                        int64_t tps, int64_t mh, int64_t k, T* block_out) {
+  switch (P) {
+    case 14: return emit_rows<PortableRow<T, 14>>(planes, width, P, M, grid_w, channels, tps, mh, k, block_out);
+    case 16: return emit_rows<PortableRow<T, 16>>(planes, width, P, M, grid_w, channels, tps, mh, k, block_out);
+    default: return emit_rows<PortableRow<T, 0>>(planes, width, P, M, grid_w, channels, tps, mh, k, block_out);
+  }
+}
+
+// The x86-64 baseline has no byte shuffle and 16-byte vectors, so on x86-64 the split and the
+// conversion are also compiled for AVX2 and chosen at run time where the CPU has it
+// (core/cpu_features.h says why not target_clones).
+#if defined(__x86_64__)
+__attribute__((target("avx2"))) void split_row_avx2(const uint8_t* src, size_t width, int64_t channels, uint8_t* planes,
+                                                    size_t plane_stride) {
+  split_row(src, width, channels, planes, plane_stride);
+}
+
+// 14 or 16 pixels as f32 or bf16 in a few instructions (GCC vectorized PortableRow across the
+// rows instead, one byte insert per pixel). Reads 16 bytes: the planes have that slack.
+__attribute__((target("avx2"))) inline __m256 pixels8_avx2(__m128i bytes) {  // Pixel<float>::of, 8 at a time
+  return _mm256_mul_ps(_mm256_sub_ps(_mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(bytes)), _mm256_set1_ps(kPixelCentre)),
+                       _mm256_set1_ps(static_cast<float>(kPixelScale)));
+}
+
+template <class T, int64_t Pt>
+struct Avx2Row {
+  __attribute__((target("avx2"))) static void apply(T* dst, const uint8_t* src, int64_t) {
+    const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src));
+    const __m256 lo = pixels8_avx2(b), hi = pixels8_avx2(_mm_unpackhi_epi64(b, b));
+    if constexpr (std::is_same_v<T, float>) {
+      _mm256_storeu_ps(dst, lo);
+      if constexpr (Pt == 16) {
+        _mm256_storeu_ps(dst + 8, hi);
+      } else {
+        _mm256_maskstore_ps(dst + 8, _mm256_setr_epi32(-1, -1, -1, -1, -1, -1, 0, 0), hi);
+      }
+    } else {  // bf16: the top halves, packed in order
+      const __m256i v = _mm256_permute4x64_epi64(_mm256_packus_epi32(_mm256_srli_epi32(_mm256_castps_si256(lo), 16),
+                                                                     _mm256_srli_epi32(_mm256_castps_si256(hi), 16)),
+                                                 0xD8);
+      if constexpr (Pt == 16) {
+        _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst), v);
+      } else {
+        _mm_storeu_si128(reinterpret_cast<__m128i*>(dst), _mm256_castsi256_si128(v));
+        _mm_maskstore_epi32(reinterpret_cast<int*>(dst + 8), _mm_setr_epi32(-1, -1, -1, 0), _mm256_extracti128_si256(v, 1));
+      }
+    }
+  }
+};
+
+// flatten: emit_rows and its Row are inlined here, so all of it is compiled for AVX2.
+template <class T>
+__attribute__((target("avx2"), flatten)) void emit_rows_avx2(const uint8_t* planes, size_t width, int64_t P, int64_t M,
+                                                    int64_t grid_w, int64_t channels, int64_t tps, int64_t mh, int64_t k,
+                                                    T* block_out) {
+  if constexpr (!std::is_same_v<T, uint8_t>) {
+    if (P == 14) return emit_rows<Avx2Row<T, 14>>(planes, width, P, M, grid_w, channels, tps, mh, k, block_out);
+    if (P == 16) return emit_rows<Avx2Row<T, 16>>(planes, width, P, M, grid_w, channels, tps, mh, k, block_out);
+  }
+  switch (P) {  // int8 kernels' rows are copies; other patch sizes the portable loop, compiled for AVX2
+    case 14: return emit_rows<PortableRow<T, 14>>(planes, width, P, M, grid_w, channels, tps, mh, k, block_out);
+    case 16: return emit_rows<PortableRow<T, 16>>(planes, width, P, M, grid_w, channels, tps, mh, k, block_out);
+    default: return emit_rows<PortableRow<T, 0>>(planes, width, P, M, grid_w, channels, tps, mh, k, block_out);
+  }
+}
+#endif
+
+void deinterleave(const uint8_t* src, size_t width, int64_t channels, uint8_t* planes, size_t plane_stride) {
+#if defined(__x86_64__)
+  if (cpu_has_avx2()) return split_row_avx2(src, width, channels, planes, plane_stride);
+#endif
+  split_row(src, width, channels, planes, plane_stride);
+}
+
+// Per merge row of a block: its P image rows of each time step are split into channel planes,
+// then the rows it contributes to are written.
 template <class T>
 void gather(const uint8_t* const* frames, size_t count, size_t row_stride, const FrameGrid& grid,
             const Preprocessing& p, int64_t channels, bool still, int64_t block_begin, int64_t block_end, T* out) {
   const int64_t P = p.patch_size, M = p.merge_size, tps = still ? 1 : p.temporal_patch_size;
-  const int64_t pp = P * P, k = channels * tps * pp, blocks_per_t = grid.h / M;
+  const int64_t k = channels * tps * P * P, blocks_per_t = grid.h / M;
   const auto width = static_cast<size_t>(grid.w * P);  // the pixels patches cover; a Conv2d drops the rest
-  std::vector<T> planes(static_cast<size_t>(channels) * width);
+  const size_t plane_stride = static_cast<size_t>(P) * width;
+  std::vector<uint8_t> planes(static_cast<size_t>(tps * channels) * plane_stride + 16);  // + Avx2Row's over-read
   for (int64_t block = block_begin; block < block_end; ++block) {
     const int64_t gt = block / blocks_per_t, bh = block % blocks_per_t;
     T* block_out = out + (block - block_begin) * M * grid.w * k;
     for (int64_t mh = 0; mh < M; ++mh) {
-      for (int64_t y = 0; y < P; ++y) {
-        const auto image_row = static_cast<size_t>((bh * M + mh) * P + y);
-        for (int64_t t = 0; t < tps; ++t) {
-          const size_t f = std::min(static_cast<size_t>(gt * tps + t), count - 1);  // odd count: repeat the last
-          deinterleave(frames[f] + image_row * row_stride, width, channels, planes.data());
-          for (int64_t bw = 0; bw < grid.w / M; ++bw) {
-            for (int64_t mw = 0; mw < M; ++mw) {
-              const int64_t column = bw * M + mw;
-              T* row = block_out + ((bw * M + mh) * M + mw) * k + t * pp + y * P;
-              for (int64_t c = 0; c < channels; ++c) {
-                copy_patch_row(row + c * tps * pp, planes.data() + static_cast<size_t>(c) * width + column * P, P);
-              }
-            }
-          }
+      for (int64_t t = 0; t < tps; ++t) {
+        const size_t f = std::min(static_cast<size_t>(gt * tps + t), count - 1);  // odd count: repeat the last
+        for (int64_t y = 0; y < P; ++y) {
+          const auto image_row = static_cast<size_t>((bh * M + mh) * P + y);
+          deinterleave(frames[f] + image_row * row_stride, width, channels,
+                       planes.data() + static_cast<size_t>(t * channels * P + y) * width, plane_stride);
         }
       }
+#if defined(__x86_64__)
+      if (cpu_has_avx2()) {
+        emit_rows_avx2(planes.data(), width, P, M, grid.w, channels, tps, mh, k, block_out);
+        continue;
+      }
+#endif
+      emit_rows_portable(planes.data(), width, P, M, grid.w, channels, tps, mh, k, block_out);
     }
   }
 }
