@@ -7,6 +7,7 @@
 #include <libyuv/convert_argb.h>
 #include <libyuv/planar_functions.h>
 
+#include <chrono>
 #include <random>
 
 #include "cli/npy.h"
@@ -113,6 +114,51 @@ TEST_F(ImagesTest, VideoFramesAreResizedThenGathered) {
   ASSERT_EQ(session_->run_video(frames.data(), 3, got.data()), "");
   ASSERT_EQ(session_->run_frames(pointers.data(), 3, 84, 140, 140 * 3, want.data()), "");
   EXPECT_EQ(got, want);
+}
+
+// The last run's profile has the stages that run had, each within the call's own wall time, and
+// each run starts from zero: pixel_values runs only the kernel, frames gather too, images all three.
+TEST_F(ImagesTest, ProfileHasTheStagesOfTheLastRun) {
+  pf_run_profile p{};
+  ASSERT_EQ(pf_session_last_profile(session_->get(), &p), PF_OK);
+  EXPECT_EQ(p.preprocess_ms + p.gather_ms + p.kernel_ms, 0.0) << "no run yet";
+  EXPECT_EQ(pf_session_last_profile(nullptr, &p), PF_INVALID_ARGUMENT);
+  EXPECT_EQ(pf_session_last_profile(session_->get(), nullptr), PF_INVALID_ARGUMENT);
+
+  const Rgb src = load_rgb("sources/s96x128.npy");
+  const pf_image img = packed(PF_PIXEL_RGB, src.bytes, src.w, src.h);
+  const auto wall_ms = [](const auto& f) {
+    const auto start = std::chrono::steady_clock::now();
+    f();
+    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  };
+  pf_grid grid{};
+  std::vector<float> out;
+  const double image_ms = wall_ms([&] { out = run_image(img, &grid); });
+  p = session_->last_profile();
+  EXPECT_GT(p.preprocess_ms, 0.0);
+  EXPECT_GT(p.gather_ms, 0.0);
+  EXPECT_GT(p.kernel_ms, 0.0);
+  EXPECT_LE(p.preprocess_ms + p.gather_ms + p.kernel_ms, image_ms) << "stages are parts of the call";
+
+  const std::vector<uint8_t> rgb = preprocess(img);
+  p = session_->last_profile();
+  EXPECT_GT(p.preprocess_ms, 0.0);
+  EXPECT_EQ(p.gather_ms + p.kernel_ms, 0.0) << "pf_session_preprocess only resizes";
+
+  const uint8_t* frame = rgb.data();
+  ASSERT_EQ(session_->run_frames(&frame, 1, 84, 140, 140 * 3, out.data()), "");
+  p = session_->last_profile();
+  EXPECT_EQ(p.preprocess_ms, 0.0) << "frames at the target size are not resized";
+  EXPECT_GT(p.gather_ms, 0.0);
+  EXPECT_GT(p.kernel_ms, 0.0);
+
+  const size_t k = model_->module(0).patch_volume;
+  std::vector<float> pixel_values(static_cast<size_t>(grid.t * grid.h * grid.w) * k, 0.5f);
+  ASSERT_EQ(session_->run(pixel_values.data(), static_cast<size_t>(grid.t * grid.h * grid.w), out.data()), "");
+  p = session_->last_profile();
+  EXPECT_EQ(p.preprocess_ms + p.gather_ms, 0.0) << "pixel_values go straight to the kernel";
+  EXPECT_GT(p.kernel_ms, 0.0);
 }
 
 // YUV through libyuv's whole-frame conversions with the plain matrices (an independent route from

@@ -88,7 +88,9 @@ struct Measured {
   double init_ms = 0, first_ms = 0;
   std::vector<double> runs_ms;
   double int8_error = -1;  // int8 frames: max |y - f32 reference| / max |f32 reference|; -1: not int8
-  std::vector<double> preprocess_ms;  // frames: the conversion + resize alone (pf_session_preprocess), run for run
+  // frames: each timed run's stages (pf_session_last_profile) and the share of conversion + resize +
+  // gather in that run's wall time
+  std::vector<double> preprocess_ms, gather_ms, kernel_ms, preprocessing_share;
 };
 
 }  // namespace
@@ -114,7 +116,7 @@ int main(int argc, char** argv) {
   app.add_option("--json", o.json, "Write every figure, the machine and the configuration as JSON");
   app.add_option("--image", o.image, "HxW: also time the frames path on a synthetic camera image of this size "
                                      "(e.g. 720x1280; resized to the processor's size inside), beside the pixel_values "
-                                     "path on its patches, and its conversion + resize alone");
+                                     "path on its patches, with each run's time per stage (conversion + resize, gather, kernel)");
   app.add_option("--format", o.format, "Pixel format of the --image source: rgb|bgr|rgba|bgra|gray8|nv12|nv21|i420|yuyv")
       ->check(CLI::IsMember(patchfuse::keys_of(patchfuse::pixel_format_names())));
   app.add_option("--frames", o.frames, "Frames of the --image video (1 = still image)")->check(CLI::Range(1, 4096));
@@ -162,10 +164,9 @@ int main(int argc, char** argv) {
   ::stat(o.model.c_str(), &st);
   const double model_mb = static_cast<double>(st.st_size) / (1 << 20);
 
-  // --image: synthetic source frames, their grid (N is its row count) and the resized frame's buffer.
+  // --image: synthetic source frames, their grid (N is its row count) and the processor's frame size.
   std::vector<patchfuse::Image> sources;
   std::vector<pf_image> views;
-  std::vector<uint8_t> resized;
   int64_t resized_h = 0, resized_w = 0;
   if (!o.image.empty()) {
     unsigned long h = 0, w = 0;
@@ -187,7 +188,6 @@ int main(int argc, char** argv) {
     if (!grid) return fail(o.model + ": --image " + o.image + ": " + grid.error());
     auto frame = s->preprocess(views[0], views.size(), &resized_h, &resized_w);
     if (!frame) return fail(o.model + ": --image " + o.image + ": " + frame.error());
-    resized = std::move(*frame);
     o.patches = {static_cast<size_t>(grid->t * grid->h * grid->w)};
   }
   const size_t max_n = *std::max_element(o.patches.begin(), o.patches.end());
@@ -221,13 +221,6 @@ int main(int argc, char** argv) {
   // One timed call of variant `v` on a session.
   auto run = [&](patchfuse::Session& s, const Variant& v, size_t n) {
     return v.frames ? s.run_video(views.data(), views.size(), output.data()) : s.run(input.data(), n, output.data());
-  };
-  // The frames path's conversion + resize alone, into the same buffer every time.
-  auto preprocess = [&](patchfuse::Session& s) {
-    int64_t h = 0, w = 0;
-    return pf_session_preprocess(s.get(), &views[0], views.size(), resized.data(), resized.size(), &h, &w) == PF_OK
-               ? std::string()
-               : std::string(pf_last_error());
   };
 
   ojson results = ojson::array();
@@ -302,11 +295,14 @@ int main(int argc, char** argv) {
               if (!sessions[p] || !m[p].error.empty()) continue;
               const auto t = Clock::now();
               m[p].error = run(*sessions[p], paths[p], n);
-              m[p].runs_ms.push_back(ms_since(t));
-              if (paths[p].frames && m[p].error.empty()) {
-                const auto tp = Clock::now();
-                m[p].error = preprocess(*sessions[p]);
-                m[p].preprocess_ms.push_back(ms_since(tp));
+              const double wall = ms_since(t);
+              m[p].runs_ms.push_back(wall);
+              if (paths[p].frames) {
+                const pf_run_profile pr = sessions[p]->last_profile();
+                m[p].preprocess_ms.push_back(pr.preprocess_ms);
+                m[p].gather_ms.push_back(pr.gather_ms);
+                m[p].kernel_ms.push_back(pr.kernel_ms);
+                m[p].preprocessing_share.push_back((pr.preprocess_ms + pr.gather_ms) / wall);
               }
             }
           }
@@ -352,12 +348,14 @@ int main(int argc, char** argv) {
                         m[p].init_ms, m[p].first_ms, s[p].p50, s[p].p90, s[p].p99, s[p].min, s[p].mean, s[p].std, gflops, rss,
                         speedup > 0 ? ("x" + std::to_string(speedup).substr(0, 5)).c_str() : "");
             if (!m[p].preprocess_ms.empty()) {
-              const double pre = stats_of(m[p].preprocess_ms).p50;
-              std::printf("%-9s   conversion + resize %zux%zu %s -> %lldx%lld: p50 %.4f ms = %.1f%% of the frames run\n", "",
-                          sources[0].height, sources[0].width, o.format.c_str(), static_cast<long long>(resized_h),
-                          static_cast<long long>(resized_w), pre, 100.0 * pre / s[p].p50);
-              j["preprocess_p50_ms"] = pre;
-              j["preprocess_share_of_p50"] = pre / s[p].p50;
+              const double pre = stats_of(m[p].preprocess_ms).p50, gather = stats_of(m[p].gather_ms).p50,
+                           kernel = stats_of(m[p].kernel_ms).p50, share = stats_of(m[p].preprocessing_share).p50;
+              std::printf("%-9s   %zux%zu %s -> %lldx%lld, p50 per stage: conversion + resize %.4f ms, gather %.4f ms, "
+                          "kernel %.4f ms; conversion + resize + gather = %.1f%% of the frames run (median over runs)\n",
+                          "", sources[0].height, sources[0].width, o.format.c_str(), static_cast<long long>(resized_h),
+                          static_cast<long long>(resized_w), pre, gather, kernel, 100.0 * share);
+              j["stages_p50_ms"] = {{"conversion_resize", pre}, {"gather", gather}, {"kernel", kernel}};
+              j["preprocessing_share_p50"] = share;
             }
             if (m[p].int8_error >= 0) {
               std::printf("%-9s   int8 vs the f32 model on these frames: max |err| %.3g of max |ref|\n", "", m[p].int8_error);

@@ -177,6 +177,16 @@ typedef struct pf_session_info {
                            say (reference, XNNPACK) */
 } pf_session_info;
 
+/** Where the last run on a session spent its time: wall clock on the calling thread (the
+ *  session's threads included), in milliseconds, 0 for a stage that run did not have. A
+ *  pixel_values run has only kernel_ms; pf_session_run_frames gather and kernel; image and video
+ *  runs all three; pf_session_preprocess preprocess_ms. Each run starts it from zero. */
+typedef struct pf_run_profile {
+  double preprocess_ms; /**< pixel format conversion, resize and centre crop */
+  double gather_ms;     /**< the patch rows from the frames, in the kernel's input type */
+  double kernel_ms;     /**< the projection */
+} pf_run_profile;
+
 /** Message for the last failed call on this thread ("" if none). Valid until the next call on
  *  this thread; not to be freed. */
 PF_API const char* pf_last_error(void);
@@ -241,6 +251,10 @@ PF_API pf_status pf_session_run(pf_session* session, const float* input, size_t 
 
 /** @param out  filled; its strings are owned by the session. */
 PF_API pf_status pf_session_get_info(const pf_session* session, pf_session_info* out);
+
+/** The last run's time per stage (pf_run_profile); all zero before the first run.
+ *  @return PF_OK or PF_INVALID_ARGUMENT (null argument). */
+PF_API pf_status pf_session_last_profile(const pf_session* session, pf_run_profile* out);
 
 /** The size Hugging Face's processor resizes a height x width image to: smart_resize of the
  *  model's family (Python rounding) for Qwen2-VL-style models, the processor's fixed size (after

@@ -161,6 +161,11 @@ class Session {
     pf_session_get_info(handle_.get(), &i);
     return i;
   }
+  pf_run_profile last_profile() const {
+    pf_run_profile p{};
+    pf_session_last_profile(handle_.get(), &p);
+    return p;
+  }
   pf_session* get() const { return handle_.get(); }
 
  private:

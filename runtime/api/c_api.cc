@@ -337,6 +337,13 @@ pf_status pf_session_get_info(const pf_session* session, pf_session_info* out) {
   return PF_OK;
 }
 
+pf_status pf_session_last_profile(const pf_session* session, pf_run_profile* out) {
+  if (session == nullptr || out == nullptr) return fail(PF_INVALID_ARGUMENT, "pf_session_last_profile: null argument");
+  const RunProfile& p = session->session->last_profile();
+  *out = {p.preprocess_ms, p.gather_ms, p.kernel_ms};
+  return PF_OK;
+}
+
 pf_status pf_model_frame_size(const pf_model* model, size_t module_index, int64_t height, int64_t width,
                                int64_t* height_out, int64_t* width_out) {
   return frame_size("pf_model_frame_size", model, module_index, height_out, width_out,

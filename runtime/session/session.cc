@@ -1,6 +1,7 @@
 #include "runtime/session/session.h"
 
 #include <algorithm>
+#include <chrono>
 #include <new>
 
 #include "runtime/core/checked_math.h"
@@ -9,6 +10,18 @@
 namespace patchfuse {
 
 namespace {
+
+// Runs f and adds its wall time to `ms`.
+template <class F>
+auto timed(double& ms, const F& f) {
+  const auto start = std::chrono::steady_clock::now();
+  struct AddOnExit {
+    double& ms;
+    std::chrono::steady_clock::time_point start;
+    ~AddOnExit() { ms += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count(); }
+  } add{ms, start};
+  return f();
+}
 
 Precision native_precision(DType d) {
   switch (d) {
@@ -137,11 +150,13 @@ void Session::gather_on_threads(FramesKernel& k, const uint8_t* const* frames, s
   const int64_t parts = std::min<int64_t>(end - begin, k.kernel->threads());
   const bool still = t == 1;
   const int64_t values_per_block = grid.rows() / gather_block_count(grid, p) * k.folded.k;
-  k.kernel->parallelize(static_cast<size_t>(parts), [&](size_t i) {
-    const auto part = static_cast<int64_t>(i);
-    const int64_t first = begin + (end - begin) * part / parts;
-    gather_rows(frames, t, row_stride, grid, p, module_.geometry.in_channels, still, first,
-                begin + (end - begin) * (part + 1) / parts, rows + (first - begin) * values_per_block);
+  timed(profile_.gather_ms, [&] {
+    k.kernel->parallelize(static_cast<size_t>(parts), [&](size_t i) {
+      const auto part = static_cast<int64_t>(i);
+      const int64_t first = begin + (end - begin) * part / parts;
+      gather_rows(frames, t, row_stride, grid, p, module_.geometry.in_channels, still, first,
+                  begin + (end - begin) * (part + 1) / parts, rows + (first - begin) * values_per_block);
+    });
   });
 }
 
@@ -160,7 +175,9 @@ Status Session::gather_and_run(FramesKernel& k, const FrameGrid& g, float* outpu
         const int64_t e = std::min(b + per_chunk, (gt + 1) * blocks_per_t);
         gather(b, e, buffer.data());
         const size_t n = static_cast<size_t>(e - b) * rows_per_block;
-        PF_RETURN_IF_ERROR(run(buffer.data(), n, output + static_cast<size_t>(b) * rows_per_block * embed));
+        PF_RETURN_IF_ERROR(timed(profile_.kernel_ms, [&] {
+          return run(buffer.data(), n, output + static_cast<size_t>(b) * rows_per_block * embed);
+        }));
       }
     }
     return {};
@@ -182,6 +199,7 @@ Status Session::run_frames(const uint8_t* const* frames, size_t t, size_t height
   PF_CHECK(row_stride >= width * channels, Code::kInvalidArgument, "run_frames: row_stride_bytes ", row_stride,
            " is less than width * channels = ", width * channels);
   for (size_t f = 0; f < t; ++f) PF_CHECK(frames[f] != nullptr, Code::kInvalidArgument, "run_frames: frame ", f, " is null");
+  profile_ = {};
   try {
     PF_ASSIGN_OR_RETURN(FramesKernel * k, frames_kernel(t == 1));
     PF_RETURN_IF_ERROR(gather_and_run(*k, g, output, [&](int64_t begin, int64_t end, auto* rows) {
@@ -222,8 +240,10 @@ void Session::resize_on_threads(Kernel& kernel, const Resizer& r, const ImageVie
   const size_t parts = std::min<size_t>(rows, static_cast<size_t>(kernel.threads()));
   resize_scratch_.resize(parts);
   for (auto& s : resize_scratch_) s.resize(r.scratch_bytes(image));
-  kernel.parallelize(parts, [&](size_t i) {
-    r.run(image, rows * i / parts, rows * (i + 1) / parts, resize_scratch_[i].data(), out);
+  timed(profile_.preprocess_ms, [&] {
+    kernel.parallelize(parts, [&](size_t i) {
+      r.run(image, rows * i / parts, rows * (i + 1) / parts, resize_scratch_[i].data(), out);
+    });
   });
 }
 
@@ -246,6 +266,7 @@ Status Session::run_images(const ImageView* images, size_t t, float* output, Fra
              pixel_format_name(images[f].format), " but image 0 is ", images[0].width, "x", images[0].height, " ",
              pixel_format_name(images[0].format), "; a video's frames share one size and format");
   }
+  profile_ = {};
   try {
     PF_ASSIGN_OR_RETURN(const Resizer* r, resizer(t, images[0].height, images[0].width));
     const ResizeSpec& spec = r->spec();
@@ -282,6 +303,7 @@ Status Session::preprocess(const ImageView& image, size_t t, uint8_t* out, size_
                            size_t* width) {
   PF_CHECK(height != nullptr && width != nullptr, Code::kInvalidArgument, "preprocess: height and width must not be null");
   PF_RETURN_IF_ERROR(check_image(image, "preprocess"));
+  profile_ = {};
   try {
     PF_ASSIGN_OR_RETURN(const Resizer* r, resizer(t, image.height, image.width));
     const ResizeSpec& spec = r->spec();
@@ -310,8 +332,9 @@ Status Session::run(const float* input, size_t n, float* output) {
   const auto* out_begin = reinterpret_cast<const char*>(output);
   const bool overlap = in_begin < out_begin + *out_count * sizeof(float) && out_begin < in_begin + *in_count * sizeof(float);
   PF_CHECK(!overlap, Code::kInvalidArgument, "run: output overlaps input");
+  profile_ = {};
   try {
-    return kernel_->run(input, n, output);
+    return timed(profile_.kernel_ms, [&] { return kernel_->run(input, n, output); });
   } catch (const std::bad_alloc&) {
     return make_error(Code::kOutOfMemory, cat("run: out of memory for N = ", n));
   }

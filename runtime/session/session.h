@@ -15,6 +15,14 @@
 
 namespace patchfuse {
 
+// Where the last run spent its time, wall clock on the calling thread (the session's threads
+// included), in milliseconds; 0 for a stage it did not have.
+struct RunProfile {
+  double preprocess_ms = 0;  // pixel format conversion, resize and crop (images)
+  double gather_ms = 0;      // patch rows from frames, in the kernel's input type
+  double kernel_ms = 0;      // the projection
+};
+
 struct SessionOptions {
   std::optional<BackendId> backend;      // nullopt: auto
   int threads = 1;
@@ -57,6 +65,7 @@ class Session {
   const std::string& detail() const { return detail_; }
   const std::string& isa() const { return isa_; }
   const std::string& note() const { return note_; }
+  const RunProfile& last_profile() const { return profile_; }
 
  private:
   Session() = default;
@@ -105,6 +114,7 @@ class Session {
   bool fused_ = true;
   std::unique_ptr<Kernel> kernel_;  // pixel_values; null in int8 sessions
   std::string detail_, isa_, note_;
+  RunProfile profile_;  // the last run's; each run starts it from zero
 };
 
 }  // namespace patchfuse
