@@ -1,18 +1,21 @@
 // Run-time CPU checks for the hand-vectorized loops (the frames gather, the resize). A plain
 // check rather than target_clones: an ifunc resolver runs before ThreadSanitizer is set up and
 // crashed the TSan build.
+//
+// PATCHFUSE_MAX_CPU_ISA=baseline|avx2 caps what these loops use, read once per process, as
+// ONEDNN_MAX_CPU_ISA caps oneDNN: the tests run every kernel a bigger CPU has (tests/CMakeLists.txt).
+// Another value, or none, leaves them uncapped, as oneDNN does with a value it does not know.
 #pragma once
 
 namespace patchfuse {
 
 #if defined(__x86_64__)
-inline bool cpu_has_avx2() {
-  static const bool avx2 = [] {
-    __builtin_cpu_init();
-    return __builtin_cpu_supports("avx2") != 0;
-  }();
-  return avx2;
-}
+enum class SimdLevel { kBaseline = 0, kAvx2 = 1, kAvx512 = 2 };  // kAvx512: AVX-512 F, BW and VL
+
+SimdLevel simd_level();
+
+inline bool cpu_has_avx2() { return simd_level() >= SimdLevel::kAvx2; }
+inline bool cpu_has_avx512() { return simd_level() >= SimdLevel::kAvx512; }
 #endif
 
 }  // namespace patchfuse

@@ -362,6 +362,106 @@ __attribute__((target("avx2"))) void pil_vertical_avx2(const uint8_t* const* row
     out[x] = clip8(sum);
   }
 }
+
+// The same two passes on 512-bit vectors (AVX-512 F, BW and VL), where the CPU has them: twice the
+// outputs per instruction, the same integer sums, so the same bytes.
+#define PF_AVX512 __attribute__((target("avx512f,avx512bw,avx512vl")))
+// GCC 12's AVX-512 intrinsics initialise their "undefined" vectors from themselves, which its own
+// -W(maybe-)uninitialized reports at every use (GCC bug 105593, fixed in 13).
+#if !defined(__clang__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
+
+PF_AVX512 __m512i clip8x16(__m512i hi, __m512i lo) {
+  const __m512i sum = _mm512_add_epi32(_mm512_add_epi32(_mm512_slli_epi32(hi, 8), lo),
+                                       _mm512_set1_epi32(1 << (kPrecisionBits - 1)));
+  return _mm512_max_epi32(_mm512_min_epi32(_mm512_srai_epi32(sum, kPrecisionBits), _mm512_set1_epi32(255)),
+                          _mm512_setzero_si512());
+}
+
+// pil_horizontal_pairs_avx2 with four lanes of 4 outputs: 16 outputs a block (TapPairs.block 16).
+PF_AVX512 void pil_horizontal_pairs_avx512(const uint8_t* planes, size_t stride, const TapPairs& t,
+                                           const int32_t* first, const int32_t* k8, size_t c0, size_t c1,
+                                           uint8_t* dst) {
+  const __m512i interleave =
+      _mm512_broadcast_i32x4(_mm_setr_epi8(0, 4, 8, 1, 5, 9, 2, 6, 10, 3, 7, 11, -1, -1, -1, -1));
+  // Each lane's 12 RGB bytes are its first three dwords: these put the 48 bytes together.
+  const __m512i compact = _mm512_setr_epi32(0, 1, 2, 4, 5, 6, 8, 9, 10, 12, 13, 14, 0, 0, 0, 0);
+  const size_t blocks = (c1 - c0) / 16;
+  for (size_t b = 0; b < blocks; ++b) {
+    const size_t x = c0 + 16 * b;
+    uint8_t* d = dst + (x - c0) * 3;
+    if (!t.ok[b]) {
+      pil_horizontal_avx2(planes, stride, first, k8, x, x + 16, d);
+      continue;
+    }
+    const uint8_t* idx = &t.index[b * t.pairs * 64];
+    const int16_t* kh = &t.hi[b * t.pairs * 32];
+    const int16_t* kl = &t.lo[b * t.pairs * 32];
+    __m512i w[3], hi[3], lo[3];
+    for (size_t ch = 0; ch < 3; ++ch) {
+      const uint8_t* p = planes + ch * stride;
+      __m512i v = _mm512_castsi128_si512(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + first[x])));
+      v = _mm512_inserti32x4(v, _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + first[x + 4])), 1);
+      v = _mm512_inserti32x4(v, _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + first[x + 8])), 2);
+      w[ch] = _mm512_inserti32x4(v, _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + first[x + 12])), 3);
+      hi[ch] = lo[ch] = _mm512_setzero_si512();
+    }
+    for (size_t i = 0; i < t.pairs; ++i) {
+      const __m512i ix = _mm512_loadu_si512(idx + 64 * i), h = _mm512_loadu_si512(kh + 32 * i),
+                    l = _mm512_loadu_si512(kl + 32 * i);
+      for (size_t ch = 0; ch < 3; ++ch) {
+        const __m512i px = _mm512_shuffle_epi8(w[ch], ix);
+        hi[ch] = _mm512_add_epi32(hi[ch], _mm512_madd_epi16(px, h));
+        lo[ch] = _mm512_add_epi32(lo[ch], _mm512_madd_epi16(px, l));
+      }
+    }
+    const __m512i bytes = _mm512_shuffle_epi8(
+        _mm512_packus_epi16(_mm512_packus_epi32(clip8x16(hi[0], lo[0]), clip8x16(hi[1], lo[1])),
+                            _mm512_packus_epi32(clip8x16(hi[2], lo[2]), _mm512_setzero_si512())),
+        interleave);
+    _mm512_mask_storeu_epi32(d, 0x0FFF, _mm512_permutexvar_epi32(compact, bytes));
+  }
+  pil_horizontal_avx2(planes, stride, first, k8, c0 + 16 * blocks, c1, dst + 16 * blocks * 3);
+}
+
+// pil_vertical_avx2 on 32 values at a time; the last, shorter step masks its loads and stores.
+PF_AVX512 void pil_vertical_avx512(const uint8_t* const* rows, const int32_t* k, int32_t count, size_t n,
+                                   uint8_t* out) {
+  constexpr int32_t kMaxPairs = 32;
+  __m512i kh[kMaxPairs], kl[kMaxPairs];
+  const uint8_t* r[2 * kMaxPairs];
+  const int32_t pairs = (count + 1) / 2;
+  for (int32_t i = 0; i < 2 * pairs; ++i) r[i] = rows[std::min(i, count - 1)];  // an odd count's last pair: k = 0
+  for (int32_t i = 0; i < pairs; ++i) {
+    const int32_t k0 = k[2 * i], k1 = 2 * i + 1 < count ? k[2 * i + 1] : 0;
+    kh[i] = _mm512_set1_epi32(static_cast<int32_t>((static_cast<uint32_t>(k1 >> 8) << 16) | static_cast<uint16_t>(k0 >> 8)));
+    kl[i] = _mm512_set1_epi32(((k1 & 255) << 16) | (k0 & 255));
+  }
+  for (size_t x = 0; x < n; x += 32) {
+    const size_t m = std::min<size_t>(32, n - x);
+    const auto mask = static_cast<__mmask32>(m == 32 ? ~0u : (1u << m) - 1);
+    __m512i hi_a = _mm512_setzero_si512(), lo_a = hi_a, hi_b = hi_a, lo_b = hi_a;
+    for (int32_t i = 0; i < pairs; ++i) {
+      const __m512i a = _mm512_cvtepu8_epi16(_mm256_maskz_loadu_epi8(mask, r[2 * i] + x));
+      const __m512i b = _mm512_cvtepu8_epi16(_mm256_maskz_loadu_epi8(mask, r[2 * i + 1] + x));
+      const __m512i ab_lo = _mm512_unpacklo_epi16(a, b), ab_hi = _mm512_unpackhi_epi16(a, b);
+      hi_a = _mm512_add_epi32(hi_a, _mm512_madd_epi16(ab_lo, kh[i]));
+      lo_a = _mm512_add_epi32(lo_a, _mm512_madd_epi16(ab_lo, kl[i]));
+      hi_b = _mm512_add_epi32(hi_b, _mm512_madd_epi16(ab_hi, kh[i]));
+      lo_b = _mm512_add_epi32(lo_b, _mm512_madd_epi16(ab_hi, kl[i]));
+    }
+    // packus_epi32 per lane puts each lane's 8 words in order, as in the AVX2 pass.
+    const __m512i words = _mm512_packus_epi32(clip8x16(hi_a, lo_a), clip8x16(hi_b, lo_b));
+    _mm256_mask_storeu_epi8(out + x, mask, _mm512_cvtepi16_epi8(words));
+  }
+}
+#if !defined(__clang__)
+#pragma GCC diagnostic pop
+#endif
+#undef PF_AVX512
 #endif
 uint8_t round8(float v) { return static_cast<uint8_t>(std::nearbyint(std::clamp(v, 0.0f, 255.0f))); }
 
@@ -411,35 +511,38 @@ Result<Resizer> Resizer::create(const ResizeSpec& s) {
   };
   r.simd_ = s.semantics == ResizeSemantics::kPil && s.filter != Resample::kNearest && cpu_has_avx2() &&
             halves_fit(r.h_) && halves_fit(r.v_);
+  r.avx512_ = r.simd_ && cpu_has_avx512();
   if (r.simd_ && r.need_h_ && r.h_.taps <= kLanes) {  // the horizontal kernel's coefficients, kLanes per output
     r.h8_.assign(s.resized_w * kLanes, 0);
     for (size_t c = 0; c < s.resized_w; ++c) {
       std::copy_n(&r.h_.fixed[c * r.h_.taps], r.h_.count[c], &r.h8_[c * kLanes]);
     }
-    // The tap-pair tables for the kept columns, 8 outputs a block: per pair of taps a byte shuffle
-    // per lane (output j's two pixels at bytes 4j and 4j + 2, zeros elsewhere) and the halves of
-    // the coefficients. A tap past the last (odd tap counts) reads a zero with coefficient 0.
-    // Pairs cover the most taps an output has, not the table width: that is one less (2 * ceil(support)
+    // The tap-pair tables for the kept columns, t.block outputs a block (8 for the AVX2 kernel, 16
+    // for the AVX-512 one) in lanes of 4: per pair of taps a byte shuffle per lane (output j's two
+    // pixels at bytes 4j and 4j + 2 of its lane, zeros elsewhere) and the halves of the
+    // coefficients. A tap past the last (odd tap counts) reads a zero with coefficient 0. Pairs
+    // cover the most taps an output has, not the table width: that is one less (2 * ceil(support)
     // + 1 rounds the window up), a pair fewer for the bicubic scales camera frames see.
     TapPairs& t = r.tap_pairs_;
     const auto taps = static_cast<size_t>(*std::max_element(r.h_.count.begin(), r.h_.count.end()));
+    t.block = r.avx512_ ? 16 : 8;
     t.pairs = (taps + 1) / 2;
-    const size_t blocks = (r.col_end_ - r.col_begin_) / 8;
+    const size_t blocks = (r.col_end_ - r.col_begin_) / t.block, lanes = t.block / 4;
     t.ok.assign(blocks, 1);
-    t.index.assign(blocks * t.pairs * 32, 0x80);
-    t.hi.assign(blocks * t.pairs * 16, 0);
-    t.lo.assign(blocks * t.pairs * 16, 0);
+    t.index.assign(blocks * t.pairs * 16 * lanes, 0x80);
+    t.hi.assign(blocks * t.pairs * 8 * lanes, 0);
+    t.lo.assign(blocks * t.pairs * 8 * lanes, 0);
     for (size_t b = 0; b < blocks; ++b) {
-      const size_t x = r.col_begin_ + 8 * b;
-      for (size_t j = 0; j < 8; ++j) {
-        const int32_t offset = r.h_.first[x + j] - r.h_.first[x + (j < 4 ? 0 : 4)];
+      const size_t x = r.col_begin_ + t.block * b;
+      for (size_t j = 0; j < t.block; ++j) {
+        const int32_t offset = r.h_.first[x + j] - r.h_.first[x + j / 4 * 4];
         if (offset + static_cast<int32_t>(taps) > 16) t.ok[b] = 0;
         for (size_t i = 0; i < taps && t.ok[b]; ++i) {
           const size_t pair = b * t.pairs + i / 2;
           const int32_t k = r.h_.fixed[(x + j) * r.h_.taps + i];
-          t.index[pair * 32 + 4 * j + 2 * (i % 2)] = static_cast<uint8_t>(offset + static_cast<int32_t>(i));
-          t.hi[pair * 16 + 2 * j + i % 2] = static_cast<int16_t>(k >> 8);
-          t.lo[pair * 16 + 2 * j + i % 2] = static_cast<int16_t>(k & 255);
+          t.index[pair * 16 * lanes + 4 * j + 2 * (i % 2)] = static_cast<uint8_t>(offset + static_cast<int32_t>(i));
+          t.hi[pair * 8 * lanes + 2 * j + i % 2] = static_cast<int16_t>(k >> 8);
+          t.lo[pair * 8 * lanes + 2 * j + i % 2] = static_cast<int16_t>(k & 255);
         }
       }
     }
@@ -483,7 +586,8 @@ void Resizer::run(const ImageView& image, size_t row_begin, size_t row_end, uint
 #if defined(__x86_64__)
     if (!h8_.empty()) {
       split_planes_avx2(src, s.src_w, planes, plane_stride());
-      pil_horizontal_pairs_avx2(planes, plane_stride(), tap_pairs_, h_.first.data(), h8_.data(), c0, c1, dst);
+      (avx512_ ? pil_horizontal_pairs_avx512 : pil_horizontal_pairs_avx2)(planes, plane_stride(), tap_pairs_,
+                                                                        h_.first.data(), h8_.data(), c0, c1, dst);
       return;
     }
 #endif
@@ -572,7 +676,7 @@ void Resizer::run(const ImageView& image, size_t row_begin, size_t row_end, uint
         const uint8_t* rows[64];
         if (count <= 64) {
           for (int32_t i = 0; i < count; ++i) rows[i] = ring + ring_slot(first + static_cast<size_t>(i)) * values;
-          pil_vertical_avx2(rows, k, count, values, d);
+          (avx512_ ? pil_vertical_avx512 : pil_vertical_avx2)(rows, k, count, values, d);
           continue;
         }
       }

@@ -49,14 +49,16 @@ struct AxisFilter {
   std::vector<float> weights;      // kTorch: taps * outputs
 };
 
-// The tables of resize.cc's AVX2 horizontal kernel (empty elsewhere), per block of 8 outputs and
-// per pair of taps: the byte shuffle that places each output's two pixels as int16, and the pair's
-// coefficients split as k = 256 * hi + lo (hi signed, lo 0..255) so int16 multiply-adds are exact.
+// The tables of resize.cc's AVX2 and AVX-512 horizontal kernels (empty elsewhere), per block of
+// outputs and per pair of taps: the byte shuffle that places each output's two pixels as int16,
+// and the pair's coefficients split as k = 256 * hi + lo (hi signed, lo 0..255) so int16
+// multiply-adds are exact.
 struct TapPairs {
+  size_t block = 8;              // outputs a block: 8 (AVX2) or 16 (AVX-512), in lanes of 4
   size_t pairs = 0;
   std::vector<uint8_t> ok;       // per block: its windows fit the kernel
-  std::vector<uint8_t> index;    // per block and pair: 32 shuffle bytes
-  std::vector<int16_t> hi, lo;   // per block and pair: 16 coefficient halves (8 outputs x 2 taps)
+  std::vector<uint8_t> index;    // per block and pair: 4 shuffle bytes an output
+  std::vector<int16_t> hi, lo;   // per block and pair: 2 coefficient halves an output (its 2 taps)
 };
 
 class Resizer {
@@ -77,6 +79,7 @@ class Resizer {
   AxisFilter h_, v_;
   size_t col_begin_ = 0, col_end_ = 0;  // the resized columns the crop keeps
   bool simd_ = false;         // kPil with the AVX2 kernels (resize.cc)
+  bool avx512_ = false;       // ... or their AVX-512 forms
   std::vector<int32_t> h8_;   // their horizontal coefficients, 8 per output; empty: the scalar pass
   TapPairs tap_pairs_;
   size_t plane_stride() const { return spec_.src_w + 16; }  // a source plane and its over-read slack
