@@ -1,7 +1,9 @@
 #include "runtime/core/cpu_features.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <utility>
 
 namespace patchfuse {
 
@@ -13,11 +15,14 @@ SimdLevel simd_level() {
     if (__builtin_cpu_supports("avx2")) cpu = SimdLevel::kAvx2;
     if (cpu == SimdLevel::kAvx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
         __builtin_cpu_supports("avx512vl")) {
-      cpu = SimdLevel::kAvx512;
+      cpu = __builtin_cpu_supports("avx512vnni") ? SimdLevel::kAvx512Vnni : SimdLevel::kAvx512;
     }
     const char* cap = std::getenv("PATCHFUSE_MAX_CPU_ISA");
-    if (cap != nullptr && std::strcmp(cap, "baseline") == 0) return SimdLevel::kBaseline;
-    if (cap != nullptr && std::strcmp(cap, "avx2") == 0 && cpu > SimdLevel::kAvx2) return SimdLevel::kAvx2;
+    const std::pair<const char*, SimdLevel> caps[] = {
+        {"baseline", SimdLevel::kBaseline}, {"avx2", SimdLevel::kAvx2}, {"avx512", SimdLevel::kAvx512}};
+    for (const auto& [name, level] : caps) {
+      if (cap != nullptr && std::strcmp(cap, name) == 0) return std::min(cpu, level);
+    }
     return cpu;
   }();
   return level;

@@ -2,7 +2,7 @@
 // check rather than target_clones: an ifunc resolver runs before ThreadSanitizer is set up and
 // crashed the TSan build.
 //
-// PATCHFUSE_MAX_CPU_ISA=baseline|avx2 caps what these loops use, read once per process, as
+// PATCHFUSE_MAX_CPU_ISA=baseline|avx2|avx512 caps what these loops use, read once per process, as
 // ONEDNN_MAX_CPU_ISA caps oneDNN: the tests run every kernel a bigger CPU has (tests/CMakeLists.txt).
 // Another value, or none, leaves them uncapped, as oneDNN does with a value it does not know.
 #pragma once
@@ -10,12 +10,14 @@
 namespace patchfuse {
 
 #if defined(__x86_64__)
-enum class SimdLevel { kBaseline = 0, kAvx2 = 1, kAvx512 = 2 };  // kAvx512: AVX-512 F, BW and VL
+// kAvx512: AVX-512 F, BW and VL; kAvx512Vnni: and AVX512-VNNI.
+enum class SimdLevel { kBaseline = 0, kAvx2 = 1, kAvx512 = 2, kAvx512Vnni = 3 };
 
 SimdLevel simd_level();
 
 inline bool cpu_has_avx2() { return simd_level() >= SimdLevel::kAvx2; }
 inline bool cpu_has_avx512() { return simd_level() >= SimdLevel::kAvx512; }
+inline bool cpu_has_avx512_vnni() { return simd_level() >= SimdLevel::kAvx512Vnni; }
 #endif
 
 }  // namespace patchfuse

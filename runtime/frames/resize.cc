@@ -381,10 +381,26 @@ PF_AVX512 __m512i clip8x16(__m512i hi, __m512i lo) {
                           _mm512_setzero_si512());
 }
 
+#define PF_AVX512_VNNI __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni")))
+
+// acc + the int16 pairs' multiply-adds: two instructions, or one (vpdpwssd) where the CPU has
+// AVX512-VNNI. The kernels below are written once over this; the wrappers at the end compile each
+// form for its own target (flatten inlines all of it there).
+template <bool Vnni>
+struct MaddAdd;
+template <>
+struct MaddAdd<false> {
+  PF_AVX512 static __m512i apply(__m512i acc, __m512i a, __m512i b) { return _mm512_add_epi32(acc, _mm512_madd_epi16(a, b)); }
+};
+template <>
+struct MaddAdd<true> {
+  PF_AVX512_VNNI static __m512i apply(__m512i acc, __m512i a, __m512i b) { return _mm512_dpwssd_epi32(acc, a, b); }
+};
+
 // pil_horizontal_pairs_avx2 with four lanes of 4 outputs: 16 outputs a block (TapPairs.block 16).
-PF_AVX512 void pil_horizontal_pairs_avx512(const uint8_t* planes, size_t stride, const TapPairs& t,
-                                           const int32_t* first, const int32_t* k8, size_t c0, size_t c1,
-                                           uint8_t* dst) {
+template <bool Vnni>
+PF_AVX512 void horizontal_pairs_avx512(const uint8_t* planes, size_t stride, const TapPairs& t, const int32_t* first,
+                                       const int32_t* k8, size_t c0, size_t c1, uint8_t* dst) {
   const __m512i interleave =
       _mm512_broadcast_i32x4(_mm_setr_epi8(0, 4, 8, 1, 5, 9, 2, 6, 10, 3, 7, 11, -1, -1, -1, -1));
   // Each lane's 12 RGB bytes are its first three dwords: these put the 48 bytes together.
@@ -414,8 +430,8 @@ PF_AVX512 void pil_horizontal_pairs_avx512(const uint8_t* planes, size_t stride,
                     l = _mm512_loadu_si512(kl + 32 * i);
       for (size_t ch = 0; ch < 3; ++ch) {
         const __m512i px = _mm512_shuffle_epi8(w[ch], ix);
-        hi[ch] = _mm512_add_epi32(hi[ch], _mm512_madd_epi16(px, h));
-        lo[ch] = _mm512_add_epi32(lo[ch], _mm512_madd_epi16(px, l));
+        hi[ch] = MaddAdd<Vnni>::apply(hi[ch], px, h);
+        lo[ch] = MaddAdd<Vnni>::apply(lo[ch], px, l);
       }
     }
     const __m512i bytes = _mm512_shuffle_epi8(
@@ -428,8 +444,8 @@ PF_AVX512 void pil_horizontal_pairs_avx512(const uint8_t* planes, size_t stride,
 }
 
 // pil_vertical_avx2 on 32 values at a time; the last, shorter step masks its loads and stores.
-PF_AVX512 void pil_vertical_avx512(const uint8_t* const* rows, const int32_t* k, int32_t count, size_t n,
-                                   uint8_t* out) {
+template <bool Vnni>
+PF_AVX512 void vertical_avx512(const uint8_t* const* rows, const int32_t* k, int32_t count, size_t n, uint8_t* out) {
   constexpr int32_t kMaxPairs = 32;
   __m512i kh[kMaxPairs], kl[kMaxPairs];
   const uint8_t* r[2 * kMaxPairs];
@@ -448,19 +464,40 @@ PF_AVX512 void pil_vertical_avx512(const uint8_t* const* rows, const int32_t* k,
       const __m512i a = _mm512_cvtepu8_epi16(_mm256_maskz_loadu_epi8(mask, r[2 * i] + x));
       const __m512i b = _mm512_cvtepu8_epi16(_mm256_maskz_loadu_epi8(mask, r[2 * i + 1] + x));
       const __m512i ab_lo = _mm512_unpacklo_epi16(a, b), ab_hi = _mm512_unpackhi_epi16(a, b);
-      hi_a = _mm512_add_epi32(hi_a, _mm512_madd_epi16(ab_lo, kh[i]));
-      lo_a = _mm512_add_epi32(lo_a, _mm512_madd_epi16(ab_lo, kl[i]));
-      hi_b = _mm512_add_epi32(hi_b, _mm512_madd_epi16(ab_hi, kh[i]));
-      lo_b = _mm512_add_epi32(lo_b, _mm512_madd_epi16(ab_hi, kl[i]));
+      hi_a = MaddAdd<Vnni>::apply(hi_a, ab_lo, kh[i]);
+      lo_a = MaddAdd<Vnni>::apply(lo_a, ab_lo, kl[i]);
+      hi_b = MaddAdd<Vnni>::apply(hi_b, ab_hi, kh[i]);
+      lo_b = MaddAdd<Vnni>::apply(lo_b, ab_hi, kl[i]);
     }
     // packus_epi32 per lane puts each lane's 8 words in order, as in the AVX2 pass.
     const __m512i words = _mm512_packus_epi32(clip8x16(hi_a, lo_a), clip8x16(hi_b, lo_b));
     _mm256_mask_storeu_epi8(out + x, mask, _mm512_cvtepi16_epi8(words));
   }
 }
+
+__attribute__((target("avx512f,avx512bw,avx512vl"), flatten)) void pil_horizontal_pairs_avx512(
+    const uint8_t* planes, size_t stride, const TapPairs& t, const int32_t* first, const int32_t* k8, size_t c0,
+    size_t c1, uint8_t* dst) {
+  horizontal_pairs_avx512<false>(planes, stride, t, first, k8, c0, c1, dst);
+}
+__attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni"), flatten)) void pil_horizontal_pairs_avx512_vnni(
+    const uint8_t* planes, size_t stride, const TapPairs& t, const int32_t* first, const int32_t* k8, size_t c0,
+    size_t c1, uint8_t* dst) {
+  horizontal_pairs_avx512<true>(planes, stride, t, first, k8, c0, c1, dst);
+}
+__attribute__((target("avx512f,avx512bw,avx512vl"), flatten)) void pil_vertical_avx512(const uint8_t* const* rows,
+                                                                                        const int32_t* k, int32_t count,
+                                                                                        size_t n, uint8_t* out) {
+  vertical_avx512<false>(rows, k, count, n, out);
+}
+__attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni"), flatten)) void pil_vertical_avx512_vnni(
+    const uint8_t* const* rows, const int32_t* k, int32_t count, size_t n, uint8_t* out) {
+  vertical_avx512<true>(rows, k, count, n, out);
+}
 #if !defined(__clang__)
 #pragma GCC diagnostic pop
 #endif
+#undef PF_AVX512_VNNI
 #undef PF_AVX512
 #endif
 uint8_t round8(float v) { return static_cast<uint8_t>(std::nearbyint(std::clamp(v, 0.0f, 255.0f))); }
@@ -509,10 +546,14 @@ Result<Resizer> Resizer::create(const ResizeSpec& s) {
   const auto halves_fit = [](const AxisFilter& a) {
     return std::all_of(a.fixed.begin(), a.fixed.end(), [](int32_t k) { return k >= -(1 << 23) && k < (1 << 23); });
   };
-  r.simd_ = s.semantics == ResizeSemantics::kPil && s.filter != Resample::kNearest && cpu_has_avx2() &&
-            halves_fit(r.h_) && halves_fit(r.v_);
-  r.avx512_ = r.simd_ && cpu_has_avx512();
-  if (r.simd_ && r.need_h_ && r.h_.taps <= kLanes) {  // the horizontal kernel's coefficients, kLanes per output
+  const bool simd = s.semantics == ResizeSemantics::kPil && s.filter != Resample::kNearest && cpu_has_avx2() &&
+                    halves_fit(r.h_) && halves_fit(r.v_);
+  const bool avx512 = simd && cpu_has_avx512(), vnni = avx512 && cpu_has_avx512_vnni();
+  if (simd) {
+    r.horizontal_ = vnni ? pil_horizontal_pairs_avx512_vnni : avx512 ? pil_horizontal_pairs_avx512 : pil_horizontal_pairs_avx2;
+    r.vertical_ = vnni ? pil_vertical_avx512_vnni : avx512 ? pil_vertical_avx512 : pil_vertical_avx2;
+  }
+  if (simd && r.need_h_ && r.h_.taps <= kLanes) {  // the horizontal kernel's coefficients, kLanes per output
     r.h8_.assign(s.resized_w * kLanes, 0);
     for (size_t c = 0; c < s.resized_w; ++c) {
       std::copy_n(&r.h_.fixed[c * r.h_.taps], r.h_.count[c], &r.h8_[c * kLanes]);
@@ -525,7 +566,7 @@ Result<Resizer> Resizer::create(const ResizeSpec& s) {
     // + 1 rounds the window up), a pair fewer for the bicubic scales camera frames see.
     TapPairs& t = r.tap_pairs_;
     const auto taps = static_cast<size_t>(*std::max_element(r.h_.count.begin(), r.h_.count.end()));
-    t.block = r.avx512_ ? 16 : 8;
+    t.block = avx512 ? 16 : 8;
     t.pairs = (taps + 1) / 2;
     const size_t blocks = (r.col_end_ - r.col_begin_) / t.block, lanes = t.block / 4;
     t.ok.assign(blocks, 1);
@@ -586,8 +627,7 @@ void Resizer::run(const ImageView& image, size_t row_begin, size_t row_end, uint
 #if defined(__x86_64__)
     if (!h8_.empty()) {
       split_planes_avx2(src, s.src_w, planes, plane_stride());
-      (avx512_ ? pil_horizontal_pairs_avx512 : pil_horizontal_pairs_avx2)(planes, plane_stride(), tap_pairs_,
-                                                                        h_.first.data(), h8_.data(), c0, c1, dst);
+      horizontal_(planes, plane_stride(), tap_pairs_, h_.first.data(), h8_.data(), c0, c1, dst);
       return;
     }
 #endif
@@ -672,11 +712,11 @@ void Resizer::run(const ImageView& image, size_t row_begin, size_t row_end, uint
     if (pil) {
       const int32_t* k = &v_.fixed[ry * v_.taps];
 #if defined(__x86_64__)
-      if (simd_) {
+      if (vertical_ != nullptr) {
         const uint8_t* rows[64];
         if (count <= 64) {
           for (int32_t i = 0; i < count; ++i) rows[i] = ring + ring_slot(first + static_cast<size_t>(i)) * values;
-          (avx512_ ? pil_vertical_avx512 : pil_vertical_avx2)(rows, k, count, values, d);
+          vertical_(rows, k, count, values, d);
           continue;
         }
       }

@@ -78,9 +78,14 @@ class Resizer {
   bool need_h_ = false, need_v_ = false;
   AxisFilter h_, v_;
   size_t col_begin_ = 0, col_end_ = 0;  // the resized columns the crop keeps
-  bool simd_ = false;         // kPil with the AVX2 kernels (resize.cc)
-  bool avx512_ = false;       // ... or their AVX-512 forms
-  std::vector<int32_t> h8_;   // their horizontal coefficients, 8 per output; empty: the scalar pass
+  // The pil passes' vector kernels for this CPU (resize.cc: AVX2, AVX-512, AVX-512 with VNNI),
+  // chosen at create; null: the scalar passes.
+  using HorizontalKernel = void (*)(const uint8_t* planes, size_t stride, const TapPairs& t, const int32_t* first,
+                                    const int32_t* k8, size_t c0, size_t c1, uint8_t* dst);
+  using VerticalKernel = void (*)(const uint8_t* const* rows, const int32_t* k, int32_t count, size_t n, uint8_t* out);
+  HorizontalKernel horizontal_ = nullptr;
+  VerticalKernel vertical_ = nullptr;
+  std::vector<int32_t> h8_;   // the horizontal kernels' coefficients, 8 per output; empty: the scalar pass
   TapPairs tap_pairs_;
   size_t plane_stride() const { return spec_.src_w + 16; }  // a source plane and its over-read slack
 };
