@@ -18,6 +18,25 @@ SimdLevel simd_level();
 inline bool cpu_has_avx2() { return simd_level() >= SimdLevel::kAvx2; }
 inline bool cpu_has_avx512() { return simd_level() >= SimdLevel::kAvx512; }
 inline bool cpu_has_avx512_vnni() { return simd_level() >= SimdLevel::kAvx512Vnni; }
+
+// The target attributes of the kernels each level runs.
+#define PF_TARGET_AVX2 __attribute__((target("avx2")))
+#define PF_TARGET_AVX512 __attribute__((target("avx512f,avx512bw,avx512vl")))
+#define PF_TARGET_AVX512_VNNI __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni")))
+
+// GCC 12's AVX-512 intrinsics initialise their "undefined" vectors from themselves, which its own
+// -W(maybe-)uninitialized then reports at every use (GCC bug 105593, fixed in 13). Code using them
+// sits between these two.
+#if defined(__clang__)
+#define PF_AVX512_INTRINSICS_BEGIN
+#define PF_AVX512_INTRINSICS_END
+#else
+#define PF_AVX512_INTRINSICS_BEGIN                           \
+  _Pragma("GCC diagnostic push")                            \
+  _Pragma("GCC diagnostic ignored \"-Wuninitialized\"") \
+  _Pragma("GCC diagnostic ignored \"-Wmaybe-uninitialized\"")
+#define PF_AVX512_INTRINSICS_END _Pragma("GCC diagnostic pop")
+#endif
 #endif
 
 }  // namespace patchfuse

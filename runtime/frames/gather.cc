@@ -1,6 +1,7 @@
 #include "runtime/frames/gather.h"
 
 #include "runtime/core/cpu_features.h"
+#include "runtime/frames/planes.h"
 
 #include <algorithm>
 #include <cstring>
@@ -43,21 +44,10 @@ struct Pixel<uint8_t> {  // int8 kernels take the pixels as they are (weight_tra
 };
 
 // One image row of `width` pixels of `channels` interleaved bytes into one uint8 plane per
-// channel, `plane_stride` bytes apart. A long loop with a constant stride, which the compiler
-// turns into shuffles.
-inline void split_row(const uint8_t* __restrict src, size_t width, int64_t channels, uint8_t* __restrict planes,
-                      size_t plane_stride) {
-  if (channels == 3) {
-    uint8_t* __restrict r = planes;
-    uint8_t* __restrict g = planes + plane_stride;
-    uint8_t* __restrict b = planes + 2 * plane_stride;
-    for (size_t x = 0; x < width; ++x) {
-      r[x] = src[3 * x];
-      g[x] = src[3 * x + 1];
-      b[x] = src[3 * x + 2];
-    }
-    return;
-  }
+// channel, `plane_stride` bytes apart: RGB through the resize's split (planes.h), other channel
+// counts (models of 1 or 4 input channels) by a plain loop.
+void deinterleave(const uint8_t* src, size_t width, int64_t channels, uint8_t* planes, size_t plane_stride) {
+  if (channels == 3) return split_rgb_planes(src, width, planes, plane_stride);
   for (int64_t c = 0; c < channels; ++c) {
     for (size_t x = 0; x < width; ++x) {
       planes[static_cast<size_t>(c) * plane_stride + x] = src[x * static_cast<size_t>(channels) + static_cast<size_t>(c)];
@@ -84,8 +74,8 @@ struct PortableRow {
 // x) are written one after another, so the output is written in long runs (writing it image row
 // by image row touched every row of the block for each image row).
 template <class Row, class T>
-inline void emit_rows(const uint8_t* planes, size_t width, int64_t P, int64_t M, int64_t grid_w,
-                                             int64_t channels, int64_t tps, int64_t mh, int64_t k, T* block_out) {
+inline void emit_rows(const uint8_t* planes, size_t width, int64_t P, int64_t M, int64_t grid_w, int64_t channels,
+                      int64_t tps, int64_t mh, int64_t k, T* block_out) {
   for (int64_t bw = 0; bw < grid_w / M; ++bw) {
     for (int64_t mw = 0; mw < M; ++mw) {
       const auto x0 = static_cast<size_t>((bw * M + mw) * P);
@@ -100,9 +90,15 @@ inline void emit_rows(const uint8_t* planes, size_t width, int64_t P, int64_t M,
   }
 }
 
-template <class T>
-void emit_rows_portable(const uint8_t* planes, size_t width, int64_t P, int64_t M, int64_t grid_w, int64_t channels,
-                        int64_t tps, int64_t mh, int64_t k, T* block_out) {
+// emit_rows with Row<T, P> for the patch sizes it has (14 and 16), PortableRow otherwise and for
+// int8 kernels, whose rows are copies.
+template <template <class, int64_t> class Row, class T>
+inline void emit_rows_with(const uint8_t* planes, size_t width, int64_t P, int64_t M, int64_t grid_w, int64_t channels,
+                           int64_t tps, int64_t mh, int64_t k, T* block_out) {
+  if constexpr (!std::is_same_v<T, uint8_t>) {
+    if (P == 14) return emit_rows<Row<T, 14>>(planes, width, P, M, grid_w, channels, tps, mh, k, block_out);
+    if (P == 16) return emit_rows<Row<T, 16>>(planes, width, P, M, grid_w, channels, tps, mh, k, block_out);
+  }
   switch (P) {
     case 14: return emit_rows<PortableRow<T, 14>>(planes, width, P, M, grid_w, channels, tps, mh, k, block_out);
     case 16: return emit_rows<PortableRow<T, 16>>(planes, width, P, M, grid_w, channels, tps, mh, k, block_out);
@@ -110,25 +106,22 @@ void emit_rows_portable(const uint8_t* planes, size_t width, int64_t P, int64_t 
   }
 }
 
-// The x86-64 baseline has no byte shuffle and 16-byte vectors, so on x86-64 the split and the
-// conversion are also compiled for AVX2 and chosen at run time where the CPU has it
-// (core/cpu_features.h says why not target_clones).
+// The x86-64 baseline has 16-byte vectors and no 8-bit to 32-bit widening, so on x86-64 the
+// conversion is also compiled for AVX2 and chosen at run time where the CPU has it
+// (core/cpu_features.h says why not target_clones). Each row reads 16 bytes: the planes have that
+// slack. (GCC vectorized PortableRow across the rows instead, one byte insert per pixel.) An
+// AVX-512 form (one widening, one masked store) measured no faster: the loads from the planes
+// bound it.
 #if defined(__x86_64__)
-__attribute__((target("avx2"))) void split_row_avx2(const uint8_t* src, size_t width, int64_t channels, uint8_t* planes,
-                                                    size_t plane_stride) {
-  split_row(src, width, channels, planes, plane_stride);
-}
-
-// 14 or 16 pixels as f32 or bf16 in a few instructions (GCC vectorized PortableRow across the
-// rows instead, one byte insert per pixel). Reads 16 bytes: the planes have that slack.
-__attribute__((target("avx2"))) inline __m256 pixels8_avx2(__m128i bytes) {  // Pixel<float>::of, 8 at a time
+PF_TARGET_AVX2 inline __m256 pixels8_avx2(__m128i bytes) {  // Pixel<float>::of, 8 at a time
   return _mm256_mul_ps(_mm256_sub_ps(_mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(bytes)), _mm256_set1_ps(kPixelCentre)),
                        _mm256_set1_ps(static_cast<float>(kPixelScale)));
 }
 
+// 14 or 16 pixels as f32 or bf16 in a few instructions.
 template <class T, int64_t Pt>
 struct Avx2Row {
-  __attribute__((target("avx2"))) static void apply(T* dst, const uint8_t* src, int64_t) {
+  PF_TARGET_AVX2 static void apply(T* dst, const uint8_t* src, int64_t) {
     const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src));
     const __m256 lo = pixels8_avx2(b), hi = pixels8_avx2(_mm_unpackhi_epi64(b, b));
     if constexpr (std::is_same_v<T, float>) {
@@ -154,26 +147,21 @@ struct Avx2Row {
 
 // flatten: emit_rows and its Row are inlined here, so all of it is compiled for AVX2.
 template <class T>
-__attribute__((target("avx2"), flatten)) void emit_rows_avx2(const uint8_t* planes, size_t width, int64_t P, int64_t M,
-                                                    int64_t grid_w, int64_t channels, int64_t tps, int64_t mh, int64_t k,
-                                                    T* block_out) {
-  if constexpr (!std::is_same_v<T, uint8_t>) {
-    if (P == 14) return emit_rows<Avx2Row<T, 14>>(planes, width, P, M, grid_w, channels, tps, mh, k, block_out);
-    if (P == 16) return emit_rows<Avx2Row<T, 16>>(planes, width, P, M, grid_w, channels, tps, mh, k, block_out);
-  }
-  switch (P) {  // int8 kernels' rows are copies; other patch sizes the portable loop, compiled for AVX2
-    case 14: return emit_rows<PortableRow<T, 14>>(planes, width, P, M, grid_w, channels, tps, mh, k, block_out);
-    case 16: return emit_rows<PortableRow<T, 16>>(planes, width, P, M, grid_w, channels, tps, mh, k, block_out);
-    default: return emit_rows<PortableRow<T, 0>>(planes, width, P, M, grid_w, channels, tps, mh, k, block_out);
-  }
+PF_TARGET_AVX2 __attribute__((flatten)) void emit_rows_avx2(const uint8_t* planes, size_t width, int64_t P,
+                                                            int64_t M, int64_t grid_w, int64_t channels, int64_t tps,
+                                                            int64_t mh, int64_t k, T* block_out) {
+  emit_rows_with<Avx2Row>(planes, width, P, M, grid_w, channels, tps, mh, k, block_out);
 }
 #endif
 
-void deinterleave(const uint8_t* src, size_t width, int64_t channels, uint8_t* planes, size_t plane_stride) {
+// The emit_rows this CPU runs best.
+template <class T>
+void emit_rows_here(const uint8_t* planes, size_t width, int64_t P, int64_t M, int64_t grid_w, int64_t channels,
+                    int64_t tps, int64_t mh, int64_t k, T* block_out) {
 #if defined(__x86_64__)
-  if (cpu_has_avx2()) return split_row_avx2(src, width, channels, planes, plane_stride);
+  if (cpu_has_avx2()) return emit_rows_avx2(planes, width, P, M, grid_w, channels, tps, mh, k, block_out);
 #endif
-  split_row(src, width, channels, planes, plane_stride);
+  emit_rows_with<PortableRow>(planes, width, P, M, grid_w, channels, tps, mh, k, block_out);
 }
 
 // Per merge row of a block: its P image rows of each time step are split into channel planes,
@@ -185,7 +173,7 @@ void gather(const uint8_t* const* frames, size_t count, size_t row_stride, const
   const int64_t k = channels * tps * P * P, blocks_per_t = grid.h / M;
   const auto width = static_cast<size_t>(grid.w * P);  // the pixels patches cover; a Conv2d drops the rest
   const size_t plane_stride = static_cast<size_t>(P) * width;
-  std::vector<uint8_t> planes(static_cast<size_t>(tps * channels) * plane_stride + 16);  // + Avx2Row's over-read
+  std::vector<uint8_t> planes(static_cast<size_t>(tps * channels) * plane_stride + 16);  // + the rows' over-read
   for (int64_t block = block_begin; block < block_end; ++block) {
     const int64_t gt = block / blocks_per_t, bh = block % blocks_per_t;
     T* block_out = out + (block - block_begin) * M * grid.w * k;
@@ -198,13 +186,7 @@ void gather(const uint8_t* const* frames, size_t count, size_t row_stride, const
                        planes.data() + static_cast<size_t>(t * channels * P + y) * width, plane_stride);
         }
       }
-#if defined(__x86_64__)
-      if (cpu_has_avx2()) {
-        emit_rows_avx2(planes.data(), width, P, M, grid.w, channels, tps, mh, k, block_out);
-        continue;
-      }
-#endif
-      emit_rows_portable(planes.data(), width, P, M, grid.w, channels, tps, mh, k, block_out);
+      emit_rows_here(planes.data(), width, P, M, grid.w, channels, tps, mh, k, block_out);
     }
   }
 }

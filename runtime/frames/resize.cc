@@ -1,6 +1,7 @@
 #include "runtime/frames/resize.h"
 
 #include "runtime/core/cpu_features.h"
+#include "runtime/frames/planes.h"
 
 #include <algorithm>
 #include <cmath>
@@ -189,20 +190,20 @@ uint8_t clip8(int32_t v) { return static_cast<uint8_t>(std::clamp(v >> kPrecisio
 constexpr size_t kLanes = 8;  // the horizontal kernel's taps: filters with more use the scalar pass
 #if defined(__x86_64__)
 
-__attribute__((target("avx2"))) __m128i clip8x4(__m128i sum) {
+PF_TARGET_AVX2 __m128i clip8x4(__m128i sum) {
   const __m128i v = _mm_srai_epi32(_mm_add_epi32(sum, _mm_set1_epi32(1 << (kPrecisionBits - 1))), kPrecisionBits);
   return _mm_min_epi32(_mm_max_epi32(v, _mm_setzero_si128()), _mm_set1_epi32(255));
 }
 
-__attribute__((target("avx2"))) __m256i dot8(const uint8_t* p, const int32_t* k) {
+PF_TARGET_AVX2 __m256i dot8(const uint8_t* p, const int32_t* k) {
   const __m256i v = _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p)));
   return _mm256_mullo_epi32(v, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(k)));
 }
 
 // planes: R, G, B planes of the source row, `stride` bytes apart, each with kLanes bytes of slack
 // after its last pixel. k8: kLanes coefficients per output. Writes outputs [c0, c1) as RGB.
-__attribute__((target("avx2"))) void pil_horizontal_avx2(const uint8_t* planes, size_t stride, const int32_t* first,
-                                                         const int32_t* k8, size_t c0, size_t c1, uint8_t* dst) {
+PF_TARGET_AVX2 void pil_horizontal_avx2(const uint8_t* planes, size_t stride, const int32_t* first, const int32_t* k8,
+                                        size_t c0, size_t c1, uint8_t* dst) {
   size_t c = c0;
   // R0..R3 G0..G3 B0..B3 (bytes 0..11 after packing) -> R0 G0 B0 R1 G1 B1 ...
   const __m128i interleave = _mm_setr_epi8(0, 4, 8, 1, 5, 9, 2, 6, 10, 3, 7, 11, -1, -1, -1, -1);
@@ -233,7 +234,7 @@ __attribute__((target("avx2"))) void pil_horizontal_avx2(const uint8_t* planes, 
 }
 
 // Rounds, shifts and clamps 8 sums given as 256 * hi + lo (see TapPairs).
-__attribute__((target("avx2"))) __m256i clip8x8(__m256i hi, __m256i lo) {
+PF_TARGET_AVX2 __m256i clip8x8(__m256i hi, __m256i lo) {
   const __m256i sum = _mm256_add_epi32(_mm256_add_epi32(_mm256_slli_epi32(hi, 8), lo),
                                        _mm256_set1_epi32(1 << (kPrecisionBits - 1)));
   return _mm256_max_epi32(_mm256_min_epi32(_mm256_srai_epi32(sum, kPrecisionBits), _mm256_set1_epi32(255)),
@@ -246,10 +247,9 @@ __attribute__((target("avx2"))) __m256i clip8x8(__m256i hi, __m256i lo) {
 // low parts give exact int32 sums (|hi| < 2^15, 0 <= lo < 256). A shuffle, two madds and their
 // adds do what four 32-bit multiplies did. Blocks whose windows do not fit 16 bytes (scales above
 // ~2) fall back to pil_horizontal_avx2.
-__attribute__((target("avx2"))) void pil_horizontal_pairs_avx2(const uint8_t* planes, size_t stride,
-                                                               const TapPairs& t, const int32_t* first,
-                                                               const int32_t* k8, size_t c0, size_t c1,
-                                                               uint8_t* dst) {
+PF_TARGET_AVX2 void pil_horizontal_pairs_avx2(const uint8_t* planes, size_t stride, const TapPairs& t,
+                                              const int32_t* first, const int32_t* k8, size_t c0, size_t c1,
+                                              uint8_t* dst) {
   const __m256i interleave = _mm256_broadcastsi128_si256(_mm_setr_epi8(0, 4, 8, 1, 5, 9, 2, 6, 10, 3, 7, 11, -1, -1, -1, -1));
   const size_t blocks = (c1 - c0) / 8;
   for (size_t b = 0; b < blocks; ++b) {
@@ -293,42 +293,10 @@ __attribute__((target("avx2"))) void pil_horizontal_pairs_avx2(const uint8_t* pl
   pil_horizontal_avx2(planes, stride, first, k8, c0 + 8 * blocks, c1, dst + 8 * blocks * 3);
 }
 
-__attribute__((target("avx2"))) __m128i pick3(__m128i a, __m128i b, __m128i c, __m128i m0, __m128i m1, __m128i m2) {
-  return _mm_or_si128(_mm_or_si128(_mm_shuffle_epi8(a, m0), _mm_shuffle_epi8(b, m1)), _mm_shuffle_epi8(c, m2));
-}
-
-__attribute__((target("avx2"))) void split_planes_avx2(const uint8_t* rgb, size_t width, uint8_t* planes, size_t stride) {
-  // 16 pixels (48 bytes) at a time: each 16-byte third holds 5 or 6 bytes of each channel; one
-  // shuffle per third gathers them, and ORing the three thirds' shuffles puts 16 in order.
-  const __m128i r0 = _mm_setr_epi8(0, 3, 6, 9, 12, 15, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1);
-  const __m128i r1 = _mm_setr_epi8(-1, -1, -1, -1, -1, -1, 2, 5, 8, 11, 14, -1, -1, -1, -1, -1);
-  const __m128i r2 = _mm_setr_epi8(-1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, 1, 4, 7, 10, 13);
-  const __m128i g0 = _mm_setr_epi8(1, 4, 7, 10, 13, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1);
-  const __m128i g1 = _mm_setr_epi8(-1, -1, -1, -1, -1, 0, 3, 6, 9, 12, 15, -1, -1, -1, -1, -1);
-  const __m128i g2 = _mm_setr_epi8(-1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, 2, 5, 8, 11, 14);
-  const __m128i b0 = _mm_setr_epi8(2, 5, 8, 11, 14, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1);
-  const __m128i b1 = _mm_setr_epi8(-1, -1, -1, -1, -1, 1, 4, 7, 10, 13, -1, -1, -1, -1, -1, -1);
-  const __m128i b2 = _mm_setr_epi8(-1, -1, -1, -1, -1, -1, -1, -1, -1, -1, 0, 3, 6, 9, 12, 15);
-  size_t x = 0;
-  for (; x + 16 <= width; x += 16) {
-    const __m128i a = _mm_loadu_si128(reinterpret_cast<const __m128i*>(rgb + 3 * x));
-    const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(rgb + 3 * x + 16));
-    const __m128i c = _mm_loadu_si128(reinterpret_cast<const __m128i*>(rgb + 3 * x + 32));
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(planes + x), pick3(a, b, c, r0, r1, r2));
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(planes + stride + x), pick3(a, b, c, g0, g1, g2));
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(planes + 2 * stride + x), pick3(a, b, c, b0, b1, b2));
-  }
-  for (; x < width; ++x) {
-    planes[x] = rgb[3 * x];
-    planes[stride + x] = rgb[3 * x + 1];
-    planes[2 * stride + x] = rgb[3 * x + 2];
-  }
-}
-
 // 16 output values at a time, two rows (taps) at a time: the rows' bytes widened to int16 and
 // interleaved, so one madd per coefficient half (see TapPairs) adds both rows' products exactly.
-__attribute__((target("avx2"))) void pil_vertical_avx2(const uint8_t* const* rows, const int32_t* k, int32_t count, size_t n,
-                                                       uint8_t* out) {
+PF_TARGET_AVX2 void pil_vertical_avx2(const uint8_t* const* rows, const int32_t* k, int32_t count, size_t n,
+                                      uint8_t* out) {
   constexpr int32_t kMaxPairs = 32;
   __m256i kh[kMaxPairs], kl[kMaxPairs];
   const uint8_t* r[2 * kMaxPairs];
@@ -365,23 +333,14 @@ __attribute__((target("avx2"))) void pil_vertical_avx2(const uint8_t* const* row
 
 // The same two passes on 512-bit vectors (AVX-512 F, BW and VL), where the CPU has them: twice the
 // outputs per instruction, the same integer sums, so the same bytes.
-#define PF_AVX512 __attribute__((target("avx512f,avx512bw,avx512vl")))
-// GCC 12's AVX-512 intrinsics initialise their "undefined" vectors from themselves, which its own
-// -W(maybe-)uninitialized reports at every use (GCC bug 105593, fixed in 13).
-#if !defined(__clang__)
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#endif
+PF_AVX512_INTRINSICS_BEGIN
 
-PF_AVX512 __m512i clip8x16(__m512i hi, __m512i lo) {
+PF_TARGET_AVX512 __m512i clip8x16(__m512i hi, __m512i lo) {
   const __m512i sum = _mm512_add_epi32(_mm512_add_epi32(_mm512_slli_epi32(hi, 8), lo),
                                        _mm512_set1_epi32(1 << (kPrecisionBits - 1)));
   return _mm512_max_epi32(_mm512_min_epi32(_mm512_srai_epi32(sum, kPrecisionBits), _mm512_set1_epi32(255)),
                           _mm512_setzero_si512());
 }
-
-#define PF_AVX512_VNNI __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni")))
 
 // acc + the int16 pairs' multiply-adds: two instructions, or one (vpdpwssd) where the CPU has
 // AVX512-VNNI. The kernels below are written once over this; the wrappers at the end compile each
@@ -390,17 +349,22 @@ template <bool Vnni>
 struct MaddAdd;
 template <>
 struct MaddAdd<false> {
-  PF_AVX512 static __m512i apply(__m512i acc, __m512i a, __m512i b) { return _mm512_add_epi32(acc, _mm512_madd_epi16(a, b)); }
+  PF_TARGET_AVX512 static __m512i apply(__m512i acc, __m512i a, __m512i b) {
+    return _mm512_add_epi32(acc, _mm512_madd_epi16(a, b));
+  }
 };
 template <>
 struct MaddAdd<true> {
-  PF_AVX512_VNNI static __m512i apply(__m512i acc, __m512i a, __m512i b) { return _mm512_dpwssd_epi32(acc, a, b); }
+  PF_TARGET_AVX512_VNNI static __m512i apply(__m512i acc, __m512i a, __m512i b) {
+    return _mm512_dpwssd_epi32(acc, a, b);
+  }
 };
 
 // pil_horizontal_pairs_avx2 with four lanes of 4 outputs: 16 outputs a block (TapPairs.block 16).
 template <bool Vnni>
-PF_AVX512 void horizontal_pairs_avx512(const uint8_t* planes, size_t stride, const TapPairs& t, const int32_t* first,
-                                       const int32_t* k8, size_t c0, size_t c1, uint8_t* dst) {
+PF_TARGET_AVX512 void horizontal_pairs_avx512(const uint8_t* planes, size_t stride, const TapPairs& t,
+                                              const int32_t* first, const int32_t* k8, size_t c0, size_t c1,
+                                              uint8_t* dst) {
   const __m512i interleave =
       _mm512_broadcast_i32x4(_mm_setr_epi8(0, 4, 8, 1, 5, 9, 2, 6, 10, 3, 7, 11, -1, -1, -1, -1));
   // Each lane's 12 RGB bytes are its first three dwords: these put the 48 bytes together.
@@ -445,7 +409,8 @@ PF_AVX512 void horizontal_pairs_avx512(const uint8_t* planes, size_t stride, con
 
 // pil_vertical_avx2 on 32 values at a time; the last, shorter step masks its loads and stores.
 template <bool Vnni>
-PF_AVX512 void vertical_avx512(const uint8_t* const* rows, const int32_t* k, int32_t count, size_t n, uint8_t* out) {
+PF_TARGET_AVX512 void vertical_avx512(const uint8_t* const* rows, const int32_t* k, int32_t count, size_t n,
+                                      uint8_t* out) {
   constexpr int32_t kMaxPairs = 32;
   __m512i kh[kMaxPairs], kl[kMaxPairs];
   const uint8_t* r[2 * kMaxPairs];
@@ -475,30 +440,25 @@ PF_AVX512 void vertical_avx512(const uint8_t* const* rows, const int32_t* k, int
   }
 }
 
-__attribute__((target("avx512f,avx512bw,avx512vl"), flatten)) void pil_horizontal_pairs_avx512(
+PF_TARGET_AVX512 __attribute__((flatten)) void pil_horizontal_pairs_avx512(
     const uint8_t* planes, size_t stride, const TapPairs& t, const int32_t* first, const int32_t* k8, size_t c0,
     size_t c1, uint8_t* dst) {
   horizontal_pairs_avx512<false>(planes, stride, t, first, k8, c0, c1, dst);
 }
-__attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni"), flatten)) void pil_horizontal_pairs_avx512_vnni(
+PF_TARGET_AVX512_VNNI __attribute__((flatten)) void pil_horizontal_pairs_avx512_vnni(
     const uint8_t* planes, size_t stride, const TapPairs& t, const int32_t* first, const int32_t* k8, size_t c0,
     size_t c1, uint8_t* dst) {
   horizontal_pairs_avx512<true>(planes, stride, t, first, k8, c0, c1, dst);
 }
-__attribute__((target("avx512f,avx512bw,avx512vl"), flatten)) void pil_vertical_avx512(const uint8_t* const* rows,
-                                                                                        const int32_t* k, int32_t count,
-                                                                                        size_t n, uint8_t* out) {
+PF_TARGET_AVX512 __attribute__((flatten)) void pil_vertical_avx512(const uint8_t* const* rows, const int32_t* k,
+                                                                   int32_t count, size_t n, uint8_t* out) {
   vertical_avx512<false>(rows, k, count, n, out);
 }
-__attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni"), flatten)) void pil_vertical_avx512_vnni(
+PF_TARGET_AVX512_VNNI __attribute__((flatten)) void pil_vertical_avx512_vnni(
     const uint8_t* const* rows, const int32_t* k, int32_t count, size_t n, uint8_t* out) {
   vertical_avx512<true>(rows, k, count, n, out);
 }
-#if !defined(__clang__)
-#pragma GCC diagnostic pop
-#endif
-#undef PF_AVX512_VNNI
-#undef PF_AVX512
+PF_AVX512_INTRINSICS_END
 #endif
 uint8_t round8(float v) { return static_cast<uint8_t>(std::nearbyint(std::clamp(v, 0.0f, 255.0f))); }
 
@@ -626,7 +586,7 @@ void Resizer::run(const ImageView& image, size_t row_begin, size_t row_end, uint
     }
 #if defined(__x86_64__)
     if (!h8_.empty()) {
-      split_planes_avx2(src, s.src_w, planes, plane_stride());
+      split_rgb_planes(src, s.src_w, planes, plane_stride());
       horizontal_(planes, plane_stride(), tap_pairs_, h_.first.data(), h8_.data(), c0, c1, dst);
       return;
     }
