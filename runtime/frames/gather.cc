@@ -47,7 +47,7 @@ struct Pixel<uint8_t> {  // int8 kernels take the pixels as they are (weight_tra
 // channel, `plane_stride` bytes apart: RGB through the resize's split (planes.h), other channel
 // counts (models of 1 or 4 input channels) by a plain loop.
 void deinterleave(const uint8_t* src, size_t width, int64_t channels, uint8_t* planes, size_t plane_stride) {
-  if (channels == 3) return split_rgb_planes(src, width, planes, plane_stride);
+  if (channels == 3) return split_rgb_planes(src, width, planes, planes + plane_stride, planes + 2 * plane_stride);
   for (int64_t c = 0; c < channels; ++c) {
     for (size_t x = 0; x < width; ++x) {
       planes[static_cast<size_t>(c) * plane_stride + x] = src[x * static_cast<size_t>(channels) + static_cast<size_t>(c)];

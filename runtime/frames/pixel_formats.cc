@@ -6,6 +6,9 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstring>
+
+#include "runtime/frames/planes.h"
 
 namespace patchfuse {
 
@@ -68,8 +71,7 @@ size_t plane_rows(const ImageView& v, int plane) {
   return half ? half_up(v.height) : v.height;
 }
 
-// libyuv writes R, G, B in memory ("RAW") from its B, G, R ("RGB24") functions when U and V are
-// swapped and the mirrored (YVU) matrix is passed: how libyuv itself defines I420ToRAW.
+// The mirrored (YVU) form of the caller's matrix: see rgba_row.
 const libyuv::YuvConstants* yvu_matrix(ColorMatrix m) {
   switch (m) {
     case ColorMatrix::kBt601Full: return &libyuv::kYvuJPEGConstants;
@@ -110,20 +112,70 @@ Status check_image(const ImageView& v, const char* where) {
   return {};
 }
 
-// RGB out (3 per pixel) and, after it, Android's RGBA (4) or YUYV's Y, U, V planes (2 + 1 for odd widths).
-size_t rgb_row_scratch_bytes(const ImageView& v) { return v.width * 7 + 16; }
+namespace {
+
+// A YUV row as R, G, B, A bytes (A = 255) at scratch[0, 4w), converted by libyuv; YUYV first
+// splits to 4:2:2 planes after those bytes (libyuv 2023 has no matrix variant for YUYV).
+// libyuv writes R, G, B, A in memory ("ABGR") from its B, G, R, A ("ARGB") functions when U and V
+// are swapped and the mirrored (YVU) matrix is passed: how libyuv itself defines I420ToABGR.
+const uint8_t* rgba_row(const ImageView& v, size_t y, uint8_t* scratch) {
+  const auto iw = static_cast<int>(v.width);
+  const uint8_t* row = v.planes[0] + y * v.row_stride[0];
+  const uint8_t* uv_row = v.planes[1] + (y / 2) * v.row_stride[1];  // 4:2:0 formats
+  const libyuv::YuvConstants* m = yvu_matrix(v.matrix);
+  switch (v.format) {
+    case PixelFormat::kNv12:  // NV12 -> ABGR is NV21 -> ARGB with the mirrored matrix
+      libyuv::NV21ToARGBMatrix(row, 0, uv_row, 0, scratch, 0, m, iw, 1);
+      break;
+    case PixelFormat::kNv21:
+      libyuv::NV12ToARGBMatrix(row, 0, uv_row, 0, scratch, 0, m, iw, 1);
+      break;
+    case PixelFormat::kI420: {
+      const uint8_t* vv = v.planes[2] + (y / 2) * v.row_stride[2];
+      if (v.chroma_pixel_stride == 1) {
+        libyuv::I420ToARGBMatrix(row, 0, vv, 0, uv_row, 0, scratch, 0, m, iw, 1);
+      } else {  // Android's semi-planar chroma
+        libyuv::Android420ToARGBMatrix(row, 0, vv, 0, uv_row, 0, static_cast<int>(v.chroma_pixel_stride), scratch, 0, m,
+                                       iw, 1);
+      }
+      break;
+    }
+    case PixelFormat::kYuyv: {
+      uint8_t* yp = scratch + v.width * 4;
+      uint8_t* up = yp + v.width;
+      uint8_t* vp = up + half_up(v.width);
+      libyuv::YUY2ToI422(row, 0, yp, 0, up, 0, vp, 0, iw, 1);
+      libyuv::I422ToARGBMatrix(yp, 0, vp, 0, up, 0, scratch, 0, m, iw, 1);
+      break;
+    }
+    default: break;  // not YUV: the callers convert those themselves
+  }
+  return scratch;
+}
+
+bool is_yuv(PixelFormat f) {
+  return f == PixelFormat::kNv12 || f == PixelFormat::kNv21 || f == PixelFormat::kI420 || f == PixelFormat::kYuyv;
+}
+
+}  // namespace
+
+// RGB out (3 per pixel) and, after it, rgba_row's RGBA (4) and YUYV's Y, U, V planes (2 + 1 for
+// odd widths).
+size_t rgb_row_scratch_bytes(const ImageView& v) { return v.width * 9 + 16; }
 
 const uint8_t* rgb_row(const ImageView& v, size_t y, uint8_t* scratch) {
   const size_t w = v.width;
-  const int iw = static_cast<int>(w);
   const uint8_t* row = v.planes[0] + y * v.row_stride[0];
-  const uint8_t* uv_row = v.planes[1] + (y / 2) * v.row_stride[1];  // only read by 4:2:0 formats
-  const libyuv::YuvConstants* m = yvu_matrix(v.matrix);
+  if (is_yuv(v.format)) {  // A dropped: ARGBToRGB24 keeps the first three bytes of every four
+    libyuv::ARGBToRGB24(rgba_row(v, y, scratch + w * 3), 0, scratch, 0, static_cast<int>(w), 1);
+    return scratch;
+  }
   switch (v.format) {
     case PixelFormat::kRgb: return row;
-    case PixelFormat::kBgr:
-    case PixelFormat::kRgba:
-    case PixelFormat::kBgra: {
+    case PixelFormat::kGray8:
+      for (size_t x = 0; x < w; ++x) scratch[x * 3] = scratch[x * 3 + 1] = scratch[x * 3 + 2] = row[x];
+      return scratch;
+    default: {  // BGR, RGBA, BGRA
       const bool swap = v.format != PixelFormat::kRgba;
       const size_t step = v.format == PixelFormat::kBgr ? 3 : 4;
       for (size_t x = 0; x < w; ++x) {
@@ -134,40 +186,25 @@ const uint8_t* rgb_row(const ImageView& v, size_t y, uint8_t* scratch) {
       }
       return scratch;
     }
-    case PixelFormat::kGray8:
-      for (size_t x = 0; x < w; ++x) scratch[x * 3] = scratch[x * 3 + 1] = scratch[x * 3 + 2] = row[x];
-      return scratch;
-    case PixelFormat::kNv12:  // NV12 -> RAW is NV21 -> RGB24 with the mirrored matrix (libyuv's NV12ToRAWMatrix)
-      libyuv::NV21ToRGB24Matrix(row, 0, uv_row, 0, scratch, 0, m, iw, 1);
-      return scratch;
-    case PixelFormat::kNv21:
-      libyuv::NV12ToRGB24Matrix(row, 0, uv_row, 0, scratch, 0, m, iw, 1);
-      return scratch;
-    case PixelFormat::kI420: {
-      const uint8_t* u = uv_row;
-      const uint8_t* vv = v.planes[2] + (y / 2) * v.row_stride[2];
-      if (v.chroma_pixel_stride == 1) {
-        libyuv::I420ToRGB24Matrix(row, 0, vv, 0, u, 0, scratch, 0, m, iw, 1);
-        return scratch;
-      }
-      // Android's semi-planar chroma: R, G, B, A bytes after the first 3 * w, then A dropped
-      // (ARGBToRGB24 keeps the first three bytes of every four). Its writes stay behind its reads.
-      uint8_t* rgba = scratch + w * 3;
-      libyuv::Android420ToARGBMatrix(row, 0, vv, 0, u, 0, static_cast<int>(v.chroma_pixel_stride), rgba, 0, m, iw, 1);
-      libyuv::ARGBToRGB24(rgba, 0, scratch, 0, iw, 1);
-      return scratch;
-    }
-    case PixelFormat::kYuyv: {
-      // YUYV has no matrix variant in libyuv 2023: split the row to 4:2:2 planes, then convert.
-      uint8_t* yp = scratch + w * 3;
-      uint8_t* up = yp + w;
-      uint8_t* vp = up + half_up(w);
-      libyuv::YUY2ToI422(row, 0, yp, 0, up, 0, vp, 0, iw, 1);
-      libyuv::I422ToRGB24Matrix(yp, 0, vp, 0, up, 0, scratch, 0, m, iw, 1);
-      return scratch;
-    }
   }
-  return row;
+}
+
+void planes_row(const ImageView& v, size_t y, uint8_t* scratch, uint8_t* planes, size_t plane_stride) {
+  const size_t w = v.width;
+  const uint8_t* row = v.planes[0] + y * v.row_stride[0];
+  uint8_t* r = planes;
+  uint8_t* g = planes + plane_stride;
+  uint8_t* b = planes + 2 * plane_stride;
+  switch (v.format) {
+    case PixelFormat::kRgb: return split_rgb_planes(row, w, r, g, b);
+    case PixelFormat::kBgr: return split_rgb_planes(row, w, b, g, r);
+    case PixelFormat::kRgba: return split_rgba_planes(row, w, r, g, b);
+    case PixelFormat::kBgra: return split_rgba_planes(row, w, b, g, r);
+    case PixelFormat::kGray8:
+      for (uint8_t* p : {r, g, b}) std::memcpy(p, row, w);
+      return;
+    default: return split_rgba_planes(rgba_row(v, y, scratch), w, r, g, b);
+  }
 }
 
 }  // namespace patchfuse

@@ -38,11 +38,16 @@ constexpr size_t kMaxImageSide = 1u << 15;
 constexpr uint64_t kMaxImagePixels = uint64_t{1} << 28;
 Status check_image(const ImageView& image, const char* where);
 
-// The scratch rgb_row needs for one row of `image`.
+// The scratch rgb_row and planes_row need for one row of `image`.
 size_t rgb_row_scratch_bytes(const ImageView& image);
 
 // Row y as width * 3 bytes R, G, B: the image's own row where it is RGB already, otherwise
 // converted into `scratch` (rgb_row_scratch_bytes). The image has passed check_image.
 const uint8_t* rgb_row(const ImageView& image, size_t y, uint8_t* scratch);
+
+// The same bytes as R, G and B planes (`plane_stride` bytes apart from `planes`), the layout the
+// resize's vector kernels read: split straight from the source's pixels where they are packed
+// (YUV through libyuv's RGBA rows), with no interleaved RGB row between.
+void planes_row(const ImageView& image, size_t y, uint8_t* scratch, uint8_t* planes, size_t plane_stride);
 
 }  // namespace patchfuse

@@ -1,6 +1,6 @@
-// Interleaved RGB (3 bytes a pixel) -> one plane per channel: the layout the resize's horizontal
-// kernels and the frames gather read. One function for both, with AVX2 byte shuffles where the
-// CPU has them (core/cpu_features.h).
+// Interleaved pixels -> one plane per channel: the layout the resize's horizontal kernels and the
+// frames gather read. One function per pixel size for both, with AVX2 byte shuffles where the CPU
+// has them (core/cpu_features.h).
 #pragma once
 
 #include <cstddef>
@@ -8,7 +8,9 @@
 
 namespace patchfuse {
 
-// R, G and B planes of `width` bytes each, `plane_stride` bytes apart from `planes` on.
-void split_rgb_planes(const uint8_t* rgb, size_t width, uint8_t* planes, size_t plane_stride);
+// 3 bytes a pixel: byte 0 of each pixel to p0, byte 1 to p1, byte 2 to p2 (`width` bytes each).
+void split_rgb_planes(const uint8_t* src, size_t width, uint8_t* p0, uint8_t* p1, uint8_t* p2);
+// 4 bytes a pixel, the same; byte 3 (alpha) is dropped.
+void split_rgba_planes(const uint8_t* src, size_t width, uint8_t* p0, uint8_t* p1, uint8_t* p2);
 
 }  // namespace patchfuse

@@ -1,7 +1,6 @@
 #include "runtime/frames/resize.h"
 
 #include "runtime/core/cpu_features.h"
-#include "runtime/frames/planes.h"
 
 #include <algorithm>
 #include <cmath>
@@ -579,18 +578,18 @@ void Resizer::run(const ImageView& image, size_t row_begin, size_t row_end, uint
 
   // Source row j, horizontally resampled over the kept columns: uint8 (pil) or float (torch).
   const auto h_row_u8 = [&](size_t j, uint8_t* dst) {
+#if defined(__x86_64__)
+    if (!h8_.empty()) {  // need_h_: the planes straight from the source row
+      planes_row(image, j, rgb_scratch, planes, plane_stride());
+      horizontal_(planes, plane_stride(), tap_pairs_, h_.first.data(), h8_.data(), c0, c1, dst);
+      return;
+    }
+#endif
     const uint8_t* src = rgb_row(image, j, rgb_scratch);
     if (!need_h_) {
       std::memcpy(dst, src + c0 * 3, values);
       return;
     }
-#if defined(__x86_64__)
-    if (!h8_.empty()) {
-      split_rgb_planes(src, s.src_w, planes, plane_stride());
-      horizontal_(planes, plane_stride(), tap_pairs_, h_.first.data(), h8_.data(), c0, c1, dst);
-      return;
-    }
-#endif
     for (size_t c = c0; c < c1; ++c) {
       const uint8_t* p = src + static_cast<size_t>(h_.first[c]) * 3;
       const int32_t* k = &h_.fixed[c * h_.taps];
