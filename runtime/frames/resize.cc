@@ -232,12 +232,13 @@ PF_TARGET_AVX2 void pil_horizontal_avx2(const uint8_t* planes, size_t stride, co
   }
 }
 
-// Rounds, shifts and clamps 8 sums given as 256 * hi + lo (see TapPairs).
-PF_TARGET_AVX2 __m256i clip8x8(__m256i hi, __m256i lo) {
+// Rounds and shifts 8 sums given as 256 * hi + lo (see TapPairs). The clamp to 0..255 is the
+// saturating packs that follow (int32 -> uint16 -> uint8): exact, as a shifted sum is at most 64
+// taps * 255 * 2 (|k| < 2^23) < 2^15 in magnitude, so no value wraps on the way.
+PF_TARGET_AVX2 __m256i shift8x8(__m256i hi, __m256i lo) {
   const __m256i sum = _mm256_add_epi32(_mm256_add_epi32(_mm256_slli_epi32(hi, 8), lo),
                                        _mm256_set1_epi32(1 << (kPrecisionBits - 1)));
-  return _mm256_max_epi32(_mm256_min_epi32(_mm256_srai_epi32(sum, kPrecisionBits), _mm256_set1_epi32(255)),
-                          _mm256_setzero_si256());
+  return _mm256_srai_epi32(sum, kPrecisionBits);
 }
 
 // The same pass two taps at a time, 8 outputs of each channel per block: each 128-bit lane holds 16
@@ -279,8 +280,8 @@ PF_TARGET_AVX2 void pil_horizontal_pairs_avx2(const uint8_t* planes, size_t stri
     }
     // Per lane: R0..3 G0..3 B0..3 as bytes, then interleaved to 12 RGB bytes.
     const __m256i bytes = _mm256_shuffle_epi8(
-        _mm256_packus_epi16(_mm256_packus_epi32(clip8x8(hi[0], lo[0]), clip8x8(hi[1], lo[1])),
-                            _mm256_packus_epi32(clip8x8(hi[2], lo[2]), _mm256_setzero_si256())),
+        _mm256_packus_epi16(_mm256_packus_epi32(shift8x8(hi[0], lo[0]), shift8x8(hi[1], lo[1])),
+                            _mm256_packus_epi32(shift8x8(hi[2], lo[2]), _mm256_setzero_si256())),
         interleave);
     const __m128i bl = _mm256_castsi256_si128(bytes), bh = _mm256_extracti128_si256(bytes, 1);
     _mm_storel_epi64(reinterpret_cast<__m128i*>(d), bl);
@@ -319,7 +320,7 @@ PF_TARGET_AVX2 void pil_vertical_avx2(const uint8_t* const* rows, const int32_t*
       lo_b = _mm256_add_epi32(lo_b, _mm256_madd_epi16(ab_hi, kl[i]));
     }
     // packus_epi32 per lane: x 0-3, 4-7 | 8-11, 12-15, so the words are in order.
-    const __m256i words = _mm256_packus_epi32(clip8x8(hi_a, lo_a), clip8x8(hi_b, lo_b));
+    const __m256i words = _mm256_packus_epi32(shift8x8(hi_a, lo_a), shift8x8(hi_b, lo_b));
     const __m128i bytes = _mm_packus_epi16(_mm256_castsi256_si128(words), _mm256_extracti128_si256(words, 1));
     _mm_storeu_si128(reinterpret_cast<__m128i*>(out + x), bytes);
   }
@@ -334,11 +335,10 @@ PF_TARGET_AVX2 void pil_vertical_avx2(const uint8_t* const* rows, const int32_t*
 // outputs per instruction, the same integer sums, so the same bytes.
 PF_AVX512_INTRINSICS_BEGIN
 
-PF_TARGET_AVX512 __m512i clip8x16(__m512i hi, __m512i lo) {
+PF_TARGET_AVX512 __m512i shift8x16(__m512i hi, __m512i lo) {  // shift8x8's, 16 sums
   const __m512i sum = _mm512_add_epi32(_mm512_add_epi32(_mm512_slli_epi32(hi, 8), lo),
                                        _mm512_set1_epi32(1 << (kPrecisionBits - 1)));
-  return _mm512_max_epi32(_mm512_min_epi32(_mm512_srai_epi32(sum, kPrecisionBits), _mm512_set1_epi32(255)),
-                          _mm512_setzero_si512());
+  return _mm512_srai_epi32(sum, kPrecisionBits);
 }
 
 // acc + the int16 pairs' multiply-adds: two instructions, or one (vpdpwssd) where the CPU has
@@ -398,8 +398,8 @@ PF_TARGET_AVX512 void horizontal_pairs_avx512(const uint8_t* planes, size_t stri
       }
     }
     const __m512i bytes = _mm512_shuffle_epi8(
-        _mm512_packus_epi16(_mm512_packus_epi32(clip8x16(hi[0], lo[0]), clip8x16(hi[1], lo[1])),
-                            _mm512_packus_epi32(clip8x16(hi[2], lo[2]), _mm512_setzero_si512())),
+        _mm512_packus_epi16(_mm512_packus_epi32(shift8x16(hi[0], lo[0]), shift8x16(hi[1], lo[1])),
+                            _mm512_packus_epi32(shift8x16(hi[2], lo[2]), _mm512_setzero_si512())),
         interleave);
     _mm512_mask_storeu_epi32(d, 0x0FFF, _mm512_permutexvar_epi32(compact, bytes));
   }
@@ -434,8 +434,8 @@ PF_TARGET_AVX512 void vertical_avx512(const uint8_t* const* rows, const int32_t*
       lo_b = MaddAdd<Vnni>::apply(lo_b, ab_hi, kl[i]);
     }
     // packus_epi32 per lane puts each lane's 8 words in order, as in the AVX2 pass.
-    const __m512i words = _mm512_packus_epi32(clip8x16(hi_a, lo_a), clip8x16(hi_b, lo_b));
-    _mm256_mask_storeu_epi8(out + x, mask, _mm512_cvtepi16_epi8(words));
+    const __m512i words = _mm512_packus_epi32(shift8x16(hi_a, lo_a), shift8x16(hi_b, lo_b));
+    _mm256_mask_storeu_epi8(out + x, mask, _mm512_cvtusepi16_epi8(words));  // saturating, as packus_epi16
   }
 }
 
