@@ -293,19 +293,35 @@ PF_TARGET_AVX2 void pil_horizontal_pairs_avx2(const uint8_t* planes, size_t stri
   pil_horizontal_avx2(planes, stride, first, k8, c0 + 8 * blocks, c1, dst + 8 * blocks * 3);
 }
 
+// The vertical kernels' pairs of taps: each pair's two rows (an odd count's last pair repeats its
+// row with k = 0) and its coefficients' halves (see TapPairs) as the int16 pair (k0, k1) one
+// madd multiplies the two rows' interleaved pixels with.
+struct RowPairs {
+  static constexpr int32_t kMax = 32;  // the kernels take up to 64 taps
+  int32_t pairs;
+  const uint8_t* rows[2 * kMax];
+  int32_t hi[kMax], lo[kMax];
+  RowPairs(const uint8_t* const* r, const int32_t* k, int32_t count) : pairs((count + 1) / 2) {
+    for (int32_t i = 0; i < 2 * pairs; ++i) rows[i] = r[std::min(i, count - 1)];
+    for (int32_t i = 0; i < pairs; ++i) {
+      const int32_t k0 = k[2 * i], k1 = 2 * i + 1 < count ? k[2 * i + 1] : 0;
+      hi[i] = static_cast<int32_t>((static_cast<uint32_t>(k1 >> 8) << 16) | static_cast<uint16_t>(k0 >> 8));
+      lo[i] = ((k1 & 255) << 16) | (k0 & 255);
+    }
+  }
+};
+
 // 16 output values at a time, two rows (taps) at a time: the rows' bytes widened to int16 and
 // interleaved, so one madd per coefficient half (see TapPairs) adds both rows' products exactly.
 PF_TARGET_AVX2 void pil_vertical_avx2(const uint8_t* const* rows, const int32_t* k, int32_t count, size_t n,
                                       uint8_t* out) {
-  constexpr int32_t kMaxPairs = 32;
-  __m256i kh[kMaxPairs], kl[kMaxPairs];
-  const uint8_t* r[2 * kMaxPairs];
-  const int32_t pairs = (count + 1) / 2;
-  for (int32_t i = 0; i < 2 * pairs; ++i) r[i] = rows[std::min(i, count - 1)];  // an odd count's last pair: k = 0
+  const RowPairs rp(rows, k, count);
+  const int32_t pairs = rp.pairs;
+  const uint8_t* const* r = rp.rows;
+  __m256i kh[RowPairs::kMax], kl[RowPairs::kMax];
   for (int32_t i = 0; i < pairs; ++i) {
-    const int32_t k0 = k[2 * i], k1 = 2 * i + 1 < count ? k[2 * i + 1] : 0;
-    kh[i] = _mm256_set1_epi32(static_cast<int32_t>((static_cast<uint32_t>(k1 >> 8) << 16) | static_cast<uint16_t>(k0 >> 8)));
-    kl[i] = _mm256_set1_epi32(((k1 & 255) << 16) | (k0 & 255));
+    kh[i] = _mm256_set1_epi32(rp.hi[i]);
+    kl[i] = _mm256_set1_epi32(rp.lo[i]);
   }
   size_t x = 0;
   for (; x + 16 <= n; x += 16) {
@@ -410,15 +426,13 @@ PF_TARGET_AVX512 void horizontal_pairs_avx512(const uint8_t* planes, size_t stri
 template <bool Vnni>
 PF_TARGET_AVX512 void vertical_avx512(const uint8_t* const* rows, const int32_t* k, int32_t count, size_t n,
                                       uint8_t* out) {
-  constexpr int32_t kMaxPairs = 32;
-  __m512i kh[kMaxPairs], kl[kMaxPairs];
-  const uint8_t* r[2 * kMaxPairs];
-  const int32_t pairs = (count + 1) / 2;
-  for (int32_t i = 0; i < 2 * pairs; ++i) r[i] = rows[std::min(i, count - 1)];  // an odd count's last pair: k = 0
+  const RowPairs rp(rows, k, count);
+  const int32_t pairs = rp.pairs;
+  const uint8_t* const* r = rp.rows;
+  __m512i kh[RowPairs::kMax], kl[RowPairs::kMax];
   for (int32_t i = 0; i < pairs; ++i) {
-    const int32_t k0 = k[2 * i], k1 = 2 * i + 1 < count ? k[2 * i + 1] : 0;
-    kh[i] = _mm512_set1_epi32(static_cast<int32_t>((static_cast<uint32_t>(k1 >> 8) << 16) | static_cast<uint16_t>(k0 >> 8)));
-    kl[i] = _mm512_set1_epi32(((k1 & 255) << 16) | (k0 & 255));
+    kh[i] = _mm512_set1_epi32(rp.hi[i]);
+    kl[i] = _mm512_set1_epi32(rp.lo[i]);
   }
   for (size_t x = 0; x < n; x += 32) {
     const size_t m = std::min<size_t>(32, n - x);
