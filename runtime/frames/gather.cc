@@ -38,11 +38,6 @@ struct Pixel<uint16_t> {
   }
 };
 
-template <>
-struct Pixel<uint8_t> {  // int8 kernels take the pixels as they are (weight_transforms.h)
-  static uint8_t of(uint8_t v) { return v; }
-};
-
 // One image row of `width` pixels of `channels` interleaved bytes into one uint8 plane per
 // channel, `plane_stride` bytes apart: RGB through the resize's split (planes.h), other channel
 // counts (models of 1 or 4 input channels) by a plain loop.
@@ -56,6 +51,7 @@ void deinterleave(const uint8_t* src, size_t width, int64_t channels, uint8_t* p
 }
 
 // P pixels of a plane row as T, portable: a compile-time count (Pt > 0) for the common patch sizes.
+// int8 kernels take the pixels as they are (weight_transforms.h), so theirs is a copy.
 template <class T, int64_t Pt>
 struct PortableRow {
   [[gnu::always_inline]] static inline void apply(T* __restrict dst, const uint8_t* __restrict src, int64_t P) {
