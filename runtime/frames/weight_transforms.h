@@ -34,8 +34,9 @@ FoldedWeights fold_normalization(const ModuleView& m, const Preprocessing& p, bo
 // [-max_q, max_q], and
 //   y[o] = scale[o] * (sum_k q[o,k] * u8_k + bias[o]),   bias[o] = b'[o] / scale[o] - 128 * sum_k q[o,k]
 // which is scale * sum_k q * (u8 - 128) + b': the centring cancels exactly in the integers. The
-// bias is in the accumulator's units because oneDNN 2.6's int8 matmul adds it before the output
-// scale (dst = scale * (acc + bias), measured). An all-zero channel gets scale 1.
+// bias is in the accumulator's units because oneDNN 2.6's int8 kernels (its 1x1 convolution, as
+// its matmul) add it before the output scale (dst = scale * (acc + bias), measured). An all-zero
+// channel gets scale 1.
 struct Int8Weights {
   int64_t k = 0;
   std::vector<int8_t> weight;  // [embed_dim, k]

@@ -1,6 +1,11 @@
-// Weights are reordered into the primitive's preferred layout once, at creation. Primitives are
-// created per batch size on first use and cached (oneDNN 2.6's fast kernels need a static M), so
-// a batch size already seen never re-creates anything. Threads: the Debian build of oneDNN uses
+// The fused GEMM is a dnnl::matmul in f32 and bf16. In int8 it is a 1x1 convolution over the N
+// patches in nhwc, whose [1, K, 1, N] source and [1, O, 1, N] destination are the same bytes as
+// [N, K] and [N, O] rows: oneDNN 2.6's int8 1x1 convolution kernels beat its u8 x s8 matmul on
+// every ISA (README, "Design notes"). Primitives are created per batch size on first use and
+// cached (oneDNN 2.6's fast kernels need a static M), each with the weights layout it prefers;
+// the weights are packed into a layout once, when a first primitive asks for it (a matmul's never
+// depends on N; an int8 convolution's takes one of two, by N), so a batch size already seen never
+// re-creates anything. Threads: the Debian build of oneDNN uses
 // OpenMP, whose thread count is a per-calling-thread setting, so each run sets it for its session.
 #include "runtime/backends/onednn/onednn_backend.h"
 
@@ -20,8 +25,7 @@ using dt = dnnl::memory::data_type;
 using tag = dnnl::memory::format_tag;
 using dims = dnnl::memory::dims;
 
-// The batch size the weights are packed for at creation; the packed layout does not depend on
-// it (checked for every batch size: each per-N primitive is created with that exact layout).
+// The batch size whose layout the weights are packed in at creation.
 constexpr int64_t kPackingBatch = 1024;
 
 bool cpu_has_bf16() {
@@ -67,7 +71,8 @@ class OneDnnKernel final : public Kernel {
     try {
       k->pack(r);
     } catch (const dnnl::error& e) {
-      return make_error(Code::kInternal, cat("onednn: cannot create the ", r.fused ? "matmul" : "convolution",
+      return make_error(Code::kInternal, cat("onednn: cannot create the ",
+                                             r.fused ? (k->gemm_as_conv() ? "1x1 convolution" : "matmul") : "convolution",
                                              " for module ", r.module->path, ": ", e.what()));
     }
     return std::unique_ptr<Kernel>(std::move(k));
@@ -150,39 +155,53 @@ class OneDnnKernel final : public Kernel {
     head.insert(head.end(), tail.begin(), tail.end());
     return head;
   }
-  // Shapes of the input in the primitive's own view: [N, K] for matmul, [N, C, (kt,) kh, kw] for conv.
-  dims src_dims(int64_t n) const { return fused_ ? dims{n, k_} : concat({n, g_.in_channels}, spatial(g_.kernel)); }
+  // The int8 GEMM's 1x1 convolution: N patches along the width.
+  bool gemm_as_conv() const { return fused_ && int8_; }
+  // Shapes in the primitive's own view: [N, K] -> [N, O] for matmul, [1, K, 1, N] -> [1, O, 1, N]
+  // (nhwc) for the GEMM as a 1x1 conv, [N, C, (kt,) kh, kw] -> [N, O, (1,) 1, 1] for the conv.
+  dims src_dims(int64_t n) const {
+    if (gemm_as_conv()) return {1, k_, 1, n};
+    return fused_ ? dims{n, k_} : concat({n, g_.in_channels}, spatial(g_.kernel));
+  }
   dims dst_dims(int64_t n) const {
+    if (gemm_as_conv()) return {1, g_.embed_dim, 1, n};
     return fused_ ? dims{n, g_.embed_dim} : concat({n, g_.embed_dim}, dims(spatial(g_.kernel).size(), 1));
   }
   static tag plain(size_t rank) { return rank == 2 ? tag::ab : rank == 4 ? tag::nchw : tag::ncdhw; }
+  tag activations_tag(size_t rank) const { return gemm_as_conv() ? tag::nhwc : plain(rank); }
 
   // Descriptor of the primitive for batch n, with the weights either free (`any`, for packing)
   // or fixed to the packed layout.
   dnnl::primitive_desc_base describe(int64_t n, const dnnl::memory::desc& weights_md) const {
-    const dnnl::memory::desc src(src_dims(n), src_type(), plain(src_dims(n).size()));
-    const dnnl::memory::desc dst(dst_dims(n), dt::f32, plain(dst_dims(n).size()));
-    if (fused_) {
-      const dnnl::memory::desc bias = has_bias_ ? dnnl::memory::desc({1, g_.embed_dim}, dt::f32, tag::ab)
-                                                : dnnl::memory::desc();
-      // int8: per-output-channel scales fixed here; passed at run time instead
-      // (DNNL_RUNTIME_F32_VAL), oneDNN 2.6 falls back to gemm:jit at half the speed.
-      dnnl::primitive_attr attr;
-      if (int8_) attr.set_output_scales(1 << 1, scales_);
+    const dnnl::memory::desc src(src_dims(n), src_type(), activations_tag(src_dims(n).size()));
+    const dnnl::memory::desc dst(dst_dims(n), dt::f32, activations_tag(dst_dims(n).size()));
+    const dnnl::memory::desc bias = has_bias_ ? bias_desc() : dnnl::memory::desc();
+    // int8: per-output-channel scales fixed here; passed at run time instead
+    // (DNNL_RUNTIME_F32_VAL), oneDNN 2.6 falls back to slower kernels.
+    dnnl::primitive_attr attr;
+    if (int8_) attr.set_output_scales(1 << 1, scales_);
+    if (fused_ && !gemm_as_conv()) {
       return dnnl::matmul::primitive_desc(dnnl::matmul::desc(src, weights_md, bias, dst), attr, engine_);
     }
-    const dnnl::memory::desc bias = has_bias_ ? dnnl::memory::desc({g_.embed_dim}, dt::f32, tag::a)
-                                              : dnnl::memory::desc();
-    const dims stride = spatial(g_.stride), pad = spatial(g_.padding);
-    dims dilation;  // oneDNN counts dilation from 0
-    for (int64_t d : spatial(g_.dilation)) dilation.push_back(d - 1);
+    dims stride{1, 1}, pad{0, 0}, dilation{0, 0};  // oneDNN counts dilation from 0
+    if (!fused_) {
+      stride = spatial(g_.stride);
+      pad = spatial(g_.padding);
+      dilation.clear();
+      for (int64_t d : spatial(g_.dilation)) dilation.push_back(d - 1);
+    }
     return dnnl::convolution_forward::primitive_desc(
         dnnl::convolution_forward::desc(dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct, src,
                                         weights_md, bias, dst, stride, dilation, pad, pad),
-        engine_);
+        attr, engine_);
   }
 
+  dnnl::memory::desc bias_desc() const {
+    return fused_ && !gemm_as_conv() ? dnnl::memory::desc({1, g_.embed_dim}, dt::f32, tag::ab)
+                                     : dnnl::memory::desc({g_.embed_dim}, dt::f32, tag::a);
+  }
   dims weight_dims() const {
+    if (gemm_as_conv()) return {g_.embed_dim, k_, 1, 1};
     return fused_ ? dims{k_, g_.embed_dim} : concat({g_.embed_dim, g_.in_channels}, spatial(g_.kernel));
   }
 
@@ -205,69 +224,80 @@ class OneDnnKernel final : public Kernel {
   void pack(const KernelRequest& r) {
     if (int8_) scales_ = r.int8->scale;
     const dnnl::primitive_desc_base pd = describe(kPackingBatch, dnnl::memory::desc(weight_dims(), weight_type(), tag::any));
-    packed_md_ = pd.weights_desc();
-    weights_ = dnnl::memory(packed_md_, engine_);
-    detail_ = cat(version_string(), fused_ ? " matmul " : " convolution ", pd.impl_info_str(), " (",
-                  bf16_ ? "bf16" : int8_ ? "int8: u8 pixels x s8 weights, per-channel scales" : "f32", ")");
-    if (int8_) {  // the quantized [O, K] weights, "ba" for matmul's [K, O]; the bias in accumulator units
-      dnnl::memory model_w(dnnl::memory::desc(weight_dims(), dt::s8, tag::ba), engine_,
+    dnnl::memory weights(pd.weights_desc(), engine_);
+    detail_ = cat(version_string(), gemm_as_conv() ? " 1x1 convolution " : fused_ ? " matmul " : " convolution ",
+                  pd.impl_info_str(), " (", bf16_ ? "bf16" : int8_ ? "int8: u8 pixels x s8 weights, per-channel scales" : "f32",
+                  ")");
+    if (int8_) {  // the quantized [O, K] weights: plain oihw; the bias in accumulator units
+      dnnl::memory model_w(dnnl::memory::desc(weight_dims(), dt::s8, tag::nchw), engine_,
                            const_cast<int8_t*>(r.int8->weight.data()));
-      dnnl::reorder(model_w, weights_).execute(stream_, model_w, weights_);
+      dnnl::reorder(model_w, weights).execute(stream_, model_w, weights);
       stream_.wait();
       bias_values_ = r.int8->bias;
-      bias_ = dnnl::memory(dnnl::memory::desc({1, g_.embed_dim}, dt::f32, tag::ab), engine_, bias_values_.data());
-      return;
-    }
-    const DType want = bf16_ ? DType::kBF16 : DType::kF32;
-    const TensorView& w = r.module->weight;
-    // gemm:jit asks for plain [K, O] ("ab"), the transpose of the model's [O, K] rows: done here in
-    // one pass. Blocked layouts (brgemm, the convolution) go through a oneDNN reorder from the
-    // model's layout: [O, K] is "ba" for matmul's [K, O] weights and plain oi(d)hw for the conv.
-    const bool plain_kxo = fused_ && packed_md_ == dnnl::memory::desc(weight_dims(), weight_type(), tag::ab);
-    if (plain_kxo) {
-      transpose_into(w, want, g_.embed_dim, k_, static_cast<uint8_t*>(weights_.get_data_handle()));
     } else {
-      std::vector<uint8_t> converted;
-      void* wdata = const_cast<uint8_t*>(w.data);  // oneDNN only reads a reorder's source
-      if (w.dtype != want) {
-        const size_t count = w.bytes / dtype_size(w.dtype);
-        converted.resize(count * dtype_size(want));
-        convert_elements(w.data, w.dtype, converted.data(), want, count);
-        wdata = converted.data();
+      const DType want = bf16_ ? DType::kBF16 : DType::kF32;
+      const TensorView& w = r.module->weight;
+      // gemm:jit asks for plain [K, O] ("ab"), the transpose of the model's [O, K] rows: done here in
+      // one pass. Blocked layouts (brgemm, the convolution) go through a oneDNN reorder from the
+      // model's layout: [O, K] is "ba" for matmul's [K, O] weights and plain oi(d)hw for the conv.
+      const bool plain_kxo = fused_ && weights.get_desc() == dnnl::memory::desc(weight_dims(), weight_type(), tag::ab);
+      if (plain_kxo) {
+        transpose_into(w, want, g_.embed_dim, k_, static_cast<uint8_t*>(weights.get_data_handle()));
+      } else {
+        std::vector<uint8_t> converted;
+        void* wdata = const_cast<uint8_t*>(w.data);  // oneDNN only reads a reorder's source
+        if (w.dtype != want) {
+          const size_t count = w.bytes / dtype_size(w.dtype);
+          converted.resize(count * dtype_size(want));
+          convert_elements(w.data, w.dtype, converted.data(), want, count);
+          wdata = converted.data();
+        }
+        // Plain oi(d)hw has the same strides as plain nc(d)hw.
+        dnnl::memory model_w(dnnl::memory::desc(weight_dims(), weight_type(), fused_ ? tag::ba : plain(weight_dims().size())),
+                             engine_, wdata);
+        dnnl::reorder(model_w, weights).execute(stream_, model_w, weights);
+        stream_.wait();
       }
-      // Plain oi(d)hw has the same strides as plain nc(d)hw.
-      dnnl::memory model_w(dnnl::memory::desc(weight_dims(), weight_type(), fused_ ? tag::ba : plain(weight_dims().size())),
-                           engine_, wdata);
-      dnnl::reorder(model_w, weights_).execute(stream_, model_w, weights_);
-      stream_.wait();
+      if (has_bias_) bias_values_ = tensor_as_f32(*r.module->bias);
     }
-    if (has_bias_) {
-      bias_values_ = tensor_as_f32(*r.module->bias);
-      bias_ = dnnl::memory(fused_ ? dnnl::memory::desc({1, g_.embed_dim}, dt::f32, tag::ab)
-                                  : dnnl::memory::desc({g_.embed_dim}, dt::f32, tag::a),
-                           engine_, bias_values_.data());
+    packed_.push_back(weights);
+    if (has_bias_) bias_ = dnnl::memory(bias_desc(), engine_, bias_values_.data());
+  }
+
+  // The weights in `layout`: packed at creation, or repacked from those on first use.
+  const dnnl::memory& weights_in(const dnnl::memory::desc& layout) {
+    for (const dnnl::memory& w : packed_) {
+      if (w.get_desc() == layout) return w;
     }
+    dnnl::memory w(layout, engine_);
+    dnnl::reorder(packed_.front(), w).execute(stream_, packed_.front(), w);
+    stream_.wait();
+    packed_.push_back(w);
+    return packed_.back();
   }
 
   Plan& plan_for(int64_t n) {
     auto it = plans_.find(n);
     if (it != plans_.end()) return it->second;
-    const dnnl::primitive_desc_base pd = describe(n, packed_md_);
+    const dnnl::primitive_desc_base pd = describe(n, dnnl::memory::desc(weight_dims(), weight_type(), tag::any));
     Plan p;
-    if (fused_) {
+    if (fused_ && !gemm_as_conv()) {
       p.compute = dnnl::matmul(dnnl::matmul::primitive_desc(pd.get()));
     } else {
       p.compute = dnnl::convolution_forward(dnnl::convolution_forward::primitive_desc(pd.get()));
     }
     const dims sd = src_dims(n);
-    p.user_src = dnnl::memory(dnnl::memory::desc(sd, int8_ ? dt::u8 : dt::f32, plain(sd.size())), engine_, DNNL_MEMORY_NONE);
+    p.user_src = dnnl::memory(dnnl::memory::desc(sd, int8_ ? dt::u8 : dt::f32, activations_tag(sd.size())), engine_,
+                              DNNL_MEMORY_NONE);
     p.dst = dnnl::memory(pd.dst_desc(), engine_, DNNL_MEMORY_NONE);
     if (bf16_) {
       p.src = dnnl::memory(pd.src_desc(), engine_);  // owned bf16 staging buffer for this N
       p.owned_src = p.src.get_data_handle();
       p.to_bf16 = dnnl::reorder(p.user_src, p.src);
     }
-    p.args = {{DNNL_ARG_SRC, bf16_ ? p.src : p.user_src}, {DNNL_ARG_WEIGHTS, weights_}, {DNNL_ARG_DST, p.dst}};
+    p.args = {{DNNL_ARG_SRC, bf16_ ? p.src : p.user_src},
+              {DNNL_ARG_WEIGHTS, weights_in(pd.weights_desc())},
+              {DNNL_ARG_DST, p.dst}};
     if (has_bias_) p.args[DNNL_ARG_BIAS] = bias_;
     return plans_.emplace(n, std::move(p)).first->second;
   }
@@ -278,8 +308,8 @@ class OneDnnKernel final : public Kernel {
   bool fused_, bf16_, int8_, has_bias_;
   int threads_;
   int64_t k_;
-  dnnl::memory::desc packed_md_;
-  dnnl::memory weights_, bias_;
+  std::vector<dnnl::memory> packed_;  // one per weights layout the plans asked for; the first from creation
+  dnnl::memory bias_;
   std::vector<float> bias_values_;
   std::vector<float> scales_;  // int8: per output channel
   std::unordered_map<int64_t, Plan> plans_;
