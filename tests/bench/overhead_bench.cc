@@ -9,8 +9,9 @@
 // Frames/...: a still 448x448 image (1024 patches) through the frames path, and Gather/448x448:
 // the gather alone (uint8 frame -> rows), so the gather's share of the frames path is one ratio.
 // Int8/...: the int8 frames session on still images of 224, 448 and 896 (N = 256, 1024, 4096)
-// beside RawInt8/...: oneDNN's u8 x s8 matmul (K = 588, per-channel scales fixed at creation, f32
-// bias and output) at the same N, so the int8 session's overhead, gather included, is one ratio.
+// beside RawInt8/matmul/...: oneDNN's u8 x s8 matmul (K = 588, per-channel scales fixed at
+// creation, f32 bias and output) at the same N, and RawInt8/conv1x1/...: the same product as the
+// 1x1 convolution the session runs, so the int8 session's overhead, gather included, is one ratio.
 // Resize/...: the runtime's resize alone, 1 thread, on the camera sizes the camera issue names
 // (1280x720 RGB -> 728x1288 and 1920x1080 -> 728x1316, BICUBIC; pil and torch semantics; NV12
 // with its conversion), to set beside Pillow's Image.resize on the same sizes
@@ -269,9 +270,10 @@ void int8_frames_run(benchmark::State& state) {
               static_cast<int>(state.range(1)));
 }
 
-// u8 x s8 matmul with per-output-channel scales fixed at creation and an f32 bias, what an int8
-// session runs: K = 588 (a still image's summed weights), N = state.range(0).
-void raw_onednn_int8(benchmark::State& state) {
+// u8 x s8 product with per-output-channel scales fixed at creation and an f32 bias, K = 588 (a
+// still image's summed weights), N = state.range(0): as dnnl::matmul, or as the 1x1 convolution an
+// int8 session runs ([1, K, 1, N] nhwc: the same bytes as the [N, K] rows).
+void raw_onednn_int8(benchmark::State& state, bool conv) {
   using dt = dnnl::memory::data_type;
   using tag = dnnl::memory::format_tag;
   const int64_t n = state.range(0), k = kK / 2;
@@ -281,21 +283,36 @@ void raw_onednn_int8(benchmark::State& state) {
     dnnl::stream strm(eng);
     dnnl::primitive_attr attr;
     attr.set_output_scales(1 << 1, std::vector<float>(static_cast<size_t>(kOut), 1e-3f));
-    dnnl::matmul::primitive_desc pd(
-        dnnl::matmul::desc(dnnl::memory::desc({n, k}, dt::u8, tag::ab), dnnl::memory::desc({k, kOut}, dt::s8, tag::any),
-                           dnnl::memory::desc({1, kOut}, dt::f32, tag::ab), dnnl::memory::desc({n, kOut}, dt::f32, tag::ab)),
-        attr, eng);
+    const dnnl::memory::desc any_w = conv ? dnnl::memory::desc({kOut, k, 1, 1}, dt::s8, tag::any)
+                                          : dnnl::memory::desc({k, kOut}, dt::s8, tag::any);
+    const dnnl::memory::desc model_w = conv ? dnnl::memory::desc({kOut, k, 1, 1}, dt::s8, tag::oihw)
+                                            : dnnl::memory::desc({k, kOut}, dt::s8, tag::ba);
+    dnnl::primitive_desc_base pd =
+        conv ? dnnl::primitive_desc_base(dnnl::convolution_forward::primitive_desc(
+                   dnnl::convolution_forward::desc(dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct,
+                                                   dnnl::memory::desc({1, k, 1, n}, dt::u8, tag::nhwc), any_w,
+                                                   dnnl::memory::desc({kOut}, dt::f32, tag::a),
+                                                   dnnl::memory::desc({1, kOut, 1, n}, dt::f32, tag::nhwc), {1, 1}, {0, 0},
+                                                   {0, 0}, {0, 0}),
+                   attr, eng))
+             : dnnl::primitive_desc_base(dnnl::matmul::primitive_desc(
+                   dnnl::matmul::desc(dnnl::memory::desc({n, k}, dt::u8, tag::ab), any_w,
+                                      dnnl::memory::desc({1, kOut}, dt::f32, tag::ab),
+                                      dnnl::memory::desc({n, kOut}, dt::f32, tag::ab)),
+                   attr, eng));
     std::vector<uint8_t> x = random_bytes(static_cast<size_t>(n * k), 2), wq = random_bytes(static_cast<size_t>(k * kOut), 3);
     std::vector<float> bias = values(static_cast<size_t>(kOut), 4), y(static_cast<size_t>(n * kOut));
-    dnnl::memory ws(dnnl::memory::desc({k, kOut}, dt::s8, tag::ba), eng, wq.data());
+    dnnl::memory ws(model_w, eng, wq.data());
     dnnl::memory w(pd.weights_desc(), eng);
     dnnl::reorder(ws, w).execute(strm, ws, w);
-    dnnl::memory src(pd.src_desc(), eng, x.data()), b(pd.bias_desc(), eng, bias.data()), dst(pd.dst_desc(), eng, y.data());
-    dnnl::matmul mm(pd);
+    dnnl::memory src(pd.src_desc(), eng, x.data()), b(pd.query_md(dnnl::query::weights_md, 1), eng, bias.data()),
+        dst(pd.dst_desc(), eng, y.data());
+    dnnl::primitive prim = conv ? dnnl::primitive(dnnl::convolution_forward(dnnl::convolution_forward::primitive_desc(pd.get())))
+                                : dnnl::primitive(dnnl::matmul(dnnl::matmul::primitive_desc(pd.get())));
     strm.wait();
     state.SetLabel(pd.impl_info_str());
     for (auto _ : state) {
-      mm.execute(strm, {{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, w}, {DNNL_ARG_BIAS, b}, {DNNL_ARG_DST, dst}});
+      prim.execute(strm, {{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, w}, {DNNL_ARG_BIAS, b}, {DNNL_ARG_DST, dst}});
       strm.wait();
     }
   } catch (const dnnl::error& e) {
@@ -376,11 +393,14 @@ void args(benchmark::internal::Benchmark* b) {
       for (int64_t side : {224, 448, 896}) b->Args({side, threads});
     b->ArgNames({"side", "threads"})->UseRealTime()->Unit(benchmark::kMicrosecond);
   });
-  benchmark::RegisterBenchmark("RawInt8/onednn", raw_onednn_int8)->Apply([](benchmark::internal::Benchmark* b) {
-    for (int64_t threads : {1, 2})
-      for (int64_t n : {256, 1024, 4096}) b->Args({n, threads});
-    b->ArgNames({"N", "threads"})->UseRealTime()->Unit(benchmark::kMicrosecond);
-  });
+  for (bool conv : {false, true}) {
+    benchmark::RegisterBenchmark(conv ? "RawInt8/conv1x1/onednn" : "RawInt8/matmul/onednn", raw_onednn_int8, conv)
+        ->Apply([](benchmark::internal::Benchmark* b) {
+          for (int64_t threads : {1, 2})
+            for (int64_t n : {256, 1024, 4096}) b->Args({n, threads});
+          b->ArgNames({"N", "threads"})->UseRealTime()->Unit(benchmark::kMicrosecond);
+        });
+  }
 #endif
 #ifdef PATCHFUSE_WITH_XNNPACK
   benchmark::RegisterBenchmark("Frames/xnnpack/f32/448x448", frames_run, PF_BACKEND_XNNPACK, PF_PRECISION_F32)->Apply(frames_args);
