@@ -1,12 +1,14 @@
 // The fused GEMM is a dnnl::matmul in f32 and bf16. In int8 it is a 1x1 convolution over the N
 // patches in nhwc, whose [1, K, 1, N] source and [1, O, 1, N] destination are the same bytes as
 // [N, K] and [N, O] rows: oneDNN 2.6's int8 1x1 convolution kernels beat its u8 x s8 matmul on
-// every ISA (README, "Design notes"). Primitives are created per batch size on first use and
-// cached (oneDNN 2.6's fast kernels need a static M), each with the weights layout it prefers;
-// the weights are packed into a layout once, when a first primitive asks for it (a matmul's never
-// depends on N; an int8 convolution's takes one of two, by N), so a batch size already seen never
-// re-creates anything. Threads: the Debian build of oneDNN uses
-// OpenMP, whose thread count is a per-calling-thread setting, so each run sets it for its session.
+// every ISA (README, "Design notes").
+// Primitives are created per batch size on first use and cached (oneDNN 2.6's fast kernels need a
+// static M), each with the weights layout it prefers: a matmul's never depends on N, an int8
+// convolution's takes one of two by N and thread count, and a primitive forced into another layout
+// falls back to ref:any. The weights are packed into a layout once, when a first primitive asks for
+// it, so a batch size already seen never re-creates anything.
+// Threads: the Debian build of oneDNN uses OpenMP, whose thread count is a per-calling-thread
+// setting, so each run sets it for its session.
 #include "runtime/backends/onednn/onednn_backend.h"
 
 #include <omp.h>
@@ -170,9 +172,9 @@ class OneDnnKernel final : public Kernel {
   static tag plain(size_t rank) { return rank == 2 ? tag::ab : rank == 4 ? tag::nchw : tag::ncdhw; }
   tag activations_tag(size_t rank) const { return gemm_as_conv() ? tag::nhwc : plain(rank); }
 
-  // Descriptor of the primitive for batch n, with the weights either free (`any`, for packing)
-  // or fixed to the packed layout.
-  dnnl::primitive_desc_base describe(int64_t n, const dnnl::memory::desc& weights_md) const {
+  // Descriptor of the primitive for batch n, in the weights layout it prefers.
+  dnnl::primitive_desc_base describe(int64_t n) const {
+    const dnnl::memory::desc weights_md(weight_dims(), weight_type(), tag::any);
     const dnnl::memory::desc src(src_dims(n), src_type(), activations_tag(src_dims(n).size()));
     const dnnl::memory::desc dst(dst_dims(n), dt::f32, activations_tag(dst_dims(n).size()));
     const dnnl::memory::desc bias = has_bias_ ? bias_desc() : dnnl::memory::desc();
@@ -223,7 +225,7 @@ class OneDnnKernel final : public Kernel {
 
   void pack(const KernelRequest& r) {
     if (int8_) scales_ = r.int8->scale;
-    const dnnl::primitive_desc_base pd = describe(kPackingBatch, dnnl::memory::desc(weight_dims(), weight_type(), tag::any));
+    const dnnl::primitive_desc_base pd = describe(kPackingBatch);
     dnnl::memory weights(pd.weights_desc(), engine_);
     detail_ = cat(version_string(), gemm_as_conv() ? " 1x1 convolution " : fused_ ? " matmul " : " convolution ",
                   pd.impl_info_str(), " (", bf16_ ? "bf16" : int8_ ? "int8: u8 pixels x s8 weights, per-channel scales" : "f32",
@@ -265,7 +267,7 @@ class OneDnnKernel final : public Kernel {
   }
 
   // The weights in `layout`: packed at creation, or repacked from those on first use.
-  const dnnl::memory& weights_in(const dnnl::memory::desc& layout) {
+  dnnl::memory weights_in(const dnnl::memory::desc& layout) {
     for (const dnnl::memory& w : packed_) {
       if (w.get_desc() == layout) return w;
     }
@@ -273,13 +275,13 @@ class OneDnnKernel final : public Kernel {
     dnnl::reorder(packed_.front(), w).execute(stream_, packed_.front(), w);
     stream_.wait();
     packed_.push_back(w);
-    return packed_.back();
+    return w;
   }
 
   Plan& plan_for(int64_t n) {
     auto it = plans_.find(n);
     if (it != plans_.end()) return it->second;
-    const dnnl::primitive_desc_base pd = describe(n, dnnl::memory::desc(weight_dims(), weight_type(), tag::any));
+    const dnnl::primitive_desc_base pd = describe(n);
     Plan p;
     if (fused_ && !gemm_as_conv()) {
       p.compute = dnnl::matmul(dnnl::matmul::primitive_desc(pd.get()));
