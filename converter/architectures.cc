@@ -33,6 +33,26 @@ class Row {
     a_.image_size = image_size;
     return *this;
   }
+  // The encoder input's steps (EncoderSteps), in the order Hugging Face applies them.
+  Row& merge_order() { return a_.encoder.merge_order = true, *this; }
+  Row& window() { return a_.encoder.window = true, *this; }
+  Row& position(std::string_view table, PositionMode mode, std::string_view config_switch = "") {
+    a_.encoder.position = table;
+    a_.encoder.position_mode = mode;
+    a_.encoder.position_switch = config_switch;
+    return *this;
+  }
+  Row& class_row(std::string_view embedding) { return a_.encoder.class_embedding = embedding, *this; }
+  Row& norm(NormKind kind, std::string_view weight, std::string_view bias, std::string_view eps_key, double eps) {
+    a_.encoder.norm = kind;
+    a_.encoder.norm_weight = weight;
+    a_.encoder.norm_bias = bias;
+    a_.encoder.eps_key = eps_key;
+    a_.encoder.eps = eps;
+    a_.encoder.norm_before_position = a_.encoder.position.empty();  // written before .position(): applied first
+    return *this;
+  }
+  Row& refuse(std::string_view why) { return a_.encoder.refused = why, *this; }
   operator Architecture() const { return a_; }  // NOLINT: rows convert implicitly in the table
 
  private:
@@ -41,7 +61,7 @@ class Row {
 
 // Qwen2-VL-style: nn.Conv3d(C, embed_dim, kernel=(t, p, p), stride=kernel) held as `<M>.proj`.
 Row conv3d(std::string_view model_type, int64_t t, int64_t p) {
-  return Row(model_type, "patch_embeddings", {t, p, p}).channels_key("in_channels").processor("Qwen2VLImageProcessor");
+  return Row(model_type, "patch_embeddings", {t, p, p}).channels_key("in_channels").processor("Qwen2VLImageProcessor").merge_order();
 }
 
 // SigLIP/CLIP/ViT-style: nn.Conv2d(C, embed_dim, kernel=(ph, pw), stride=kernel), the module itself.
@@ -49,6 +69,22 @@ Row conv2d(std::string_view model_type, int64_t ph, int64_t pw) {
   return Row(model_type, "conv2d_patch_embeddings", {ph, pw}).channels_key("num_channels");
 }
 Row conv2d(std::string_view model_type, int64_t p) { return conv2d(model_type, p, p); }
+
+// The encoder inputs that recur: SigLIP's (the table, bicubic when the grid differs), CLIP's (class
+// row, table, pre_layrnorm) and ViT's naming (cls_token and position_embeddings beside the patch
+// embeddings).
+Row siglip(Row r) { return r.position("position_embedding.weight", PositionMode::kBicubic); }
+Row clip(Row r) {
+  return r.class_row("class_embedding")
+      .position("position_embedding.weight", PositionMode::kBicubic)
+      .norm(NormKind::kLayerNorm, "../pre_layrnorm.weight", "../pre_layrnorm.bias", "layer_norm_eps", 1e-5);
+}
+Row vit(Row r, std::string_view config_switch = "") {
+  return r.class_row("../cls_token").position("../position_embeddings", PositionMode::kBicubic, config_switch);
+}
+constexpr std::string_view kBucketized =
+    "its position ids are bucketized fractional coordinates of the patch attention mask (Idefics3VisionEmbeddings), "
+    "not computed yet";
 
 }  // namespace
 
@@ -58,67 +94,90 @@ const std::vector<Architecture>& architectures() {
   static const std::vector<Architecture> table = {
       // Conv3d, the Qwen2-VL family.
       conv3d("qwen2_vl", 2, 14).channels_key("in_chans").module("visual.patch_embed", "PatchEmbed").width(1280, 1536),
-      conv3d("qwen2_5_vl", 2, 14).channels_key("in_chans").module("visual.patch_embed", "Qwen2_5_VisionPatchEmbed").width(1280),
+      conv3d("qwen2_5_vl", 2, 14).channels_key("in_chans").module("visual.patch_embed", "Qwen2_5_VisionPatchEmbed").width(1280).window(),
       conv3d("qwen2_5_omni", 2, 14)
           .config_at("thinker_config.vision_config")
           .module("thinker.visual.patch_embed", "Qwen2_5_VisionPatchEmbed")
-          .width(1280),
-      conv3d("qwen3_vl", 2, 16).module("model.visual.patch_embed", "Qwen3VLVisionPatchEmbed").bias().width(1152),
-      conv3d("qwen3_vl_moe", 2, 16).module("model.visual.patch_embed", "Qwen3VLMoeVisionPatchEmbed").bias().width(1152),
+          .width(1280)
+          .window(),
+      conv3d("qwen3_vl", 2, 16)
+          .module("model.visual.patch_embed", "Qwen3VLVisionPatchEmbed")
+          .bias()
+          .width(1152)
+          .position("pos_embed.weight", PositionMode::kBilinearAlignCorners),
+      conv3d("qwen3_vl_moe", 2, 16)
+          .module("model.visual.patch_embed", "Qwen3VLMoeVisionPatchEmbed")
+          .bias()
+          .width(1152)
+          .position("pos_embed.weight", PositionMode::kBilinearAlignCorners),
       conv3d("qwen3_omni_moe", 2, 16)
           .config_at("thinker_config.vision_config")
           .module("thinker.visual.patch_embed", "Qwen3OmniMoeVisionPatchEmbed")
           .bias()
-          .width(1152),
-      conv3d("glm4v", 2, 14).module("model.visual.patch_embed", "Glm4vVisionPatchEmbed").bias().width(1536).processor("Glm4vImageProcessor"),
+          .width(1152)
+          .position("pos_embed.weight", PositionMode::kBilinearAlignCorners),
+      conv3d("glm4v", 2, 14)
+          .module("model.visual.patch_embed", "Glm4vVisionPatchEmbed")
+          .bias()
+          .width(1536)
+          .processor("Glm4vImageProcessor")
+          .norm(NormKind::kRmsNorm, "post_conv_layernorm.weight", "", "rms_norm_eps", 1e-5)
+          .position("embeddings.position_embedding.weight", PositionMode::kGridSampleBicubic),
       conv3d("glm4v_moe", 2, 14)
           .module("model.visual.patch_embed", "Glm4vMoeVisionPatchEmbed")
           .bias()
           .width(1536)
-          .processor("Glm4vImageProcessor"),
+          .processor("Glm4vImageProcessor")
+          .norm(NormKind::kRmsNorm, "post_conv_layernorm.weight", "", "rms_norm_eps", 1e-5)
+          .position("embeddings.position_embedding.weight", PositionMode::kGridSampleBicubic),
 
       // Conv2d. SigLIP so400m (google/siglip-so400m-patch14-384) and its standalone vision model.
-      conv2d("siglip", 14).module("vision_model.embeddings.patch_embedding", "Conv2d").bias().width(1152).processor("SiglipImageProcessor", 384),
-      conv2d("siglip_vision_model", 14)
-          .config_at("")
-          .module("vision_model.embeddings.patch_embedding", "Conv2d")
-          .bias()
-          .width(1152)
-          .processor("SiglipImageProcessor", 384),
+      siglip(conv2d("siglip", 14).module("vision_model.embeddings.patch_embedding", "Conv2d").bias().width(1152).processor("SiglipImageProcessor", 384)),
+      siglip(conv2d("siglip_vision_model", 14)
+                 .config_at("")
+                 .module("vision_model.embeddings.patch_embedding", "Conv2d")
+                 .bias()
+                 .width(1152)
+                 .processor("SiglipImageProcessor", 384)),
       // CLIP ViT-L/14 (openai/clip-vit-large-patch14): no bias, resize + 224 centre crop.
-      conv2d("clip", 14).module("vision_model.embeddings.patch_embedding", "Conv2d").width(1024).processor("CLIPImageProcessor", 224),
-      conv2d("clip_vision_model", 14)
-          .config_at("")
-          .module("vision_model.embeddings.patch_embedding", "Conv2d")
-          .width(1024)
-          .processor("CLIPImageProcessor", 224),
+      clip(conv2d("clip", 14).module("vision_model.embeddings.patch_embedding", "Conv2d").width(1024).processor("CLIPImageProcessor", 224)),
+      clip(conv2d("clip_vision_model", 14)
+               .config_at("")
+               .module("vision_model.embeddings.patch_embedding", "Conv2d")
+               .width(1024)
+               .processor("CLIPImageProcessor", 224)),
       // ViT (google/vit-base-patch16-224) and DINOv2 (facebook/dinov2-base): top-level configs.
-      conv2d("vit", 16).config_at("").module("vit.embeddings.patch_embeddings.projection", "Conv2d").bias().width(768).processor("ViTImageProcessor", 224),
-      conv2d("dinov2", 14).config_at("").module("embeddings.patch_embeddings.projection", "Conv2d").bias().width(768).processor("BitImageProcessor", 224),
+      vit(conv2d("vit", 16).config_at("").module("vit.embeddings.patch_embeddings.projection", "Conv2d").bias().width(768).processor("ViTImageProcessor", 224)),
+      vit(conv2d("dinov2", 14).config_at("").module("embeddings.patch_embeddings.projection", "Conv2d").bias().width(768).processor("BitImageProcessor", 224)),
       // SigLIP towers inside VLMs: Gemma 3 (gemma-3-4b-it), PaliGemma (paligemma-3b-pt-224),
       // Idefics3 (Idefics3-8B-Llama3), SmolVLM (SmolVLM2-256M, SigLIP base patch16),
       // LLaVA-OneVision (llava-onevision-qwen2-0.5b-ov-hf), Phi-4-multimodal (transformers port).
-      conv2d("gemma3", 14).module("vision_tower.vision_model.embeddings.patch_embedding", "Conv2d").bias().width(1152).processor("Gemma3ImageProcessor", 896),
-      conv2d("paligemma", 14).module("vision_tower.vision_model.embeddings.patch_embedding", "Conv2d").bias().width(1152).processor("SiglipImageProcessor", 224),
-      conv2d("idefics3", 14).module("model.vision_model.embeddings.patch_embedding", "Conv2d").bias().width(1152).processor("Idefics3ImageProcessor"),
-      conv2d("smolvlm", 16).module("model.vision_model.embeddings.patch_embedding", "Conv2d").bias().width(768).processor("SmolVLMImageProcessor"),
-      conv2d("llava_onevision", 14)
-          .module("vision_tower.vision_model.embeddings.patch_embedding", "Conv2d")
-          .bias()
-          .width(1152)
-          .processor("LlavaOnevisionImageProcessor", 384),
+      siglip(conv2d("gemma3", 14).module("vision_tower.vision_model.embeddings.patch_embedding", "Conv2d").bias().width(1152).processor("Gemma3ImageProcessor", 896)),
+      siglip(conv2d("paligemma", 14).module("vision_tower.vision_model.embeddings.patch_embedding", "Conv2d").bias().width(1152).processor("SiglipImageProcessor", 224)),
+      conv2d("idefics3", 14).module("model.vision_model.embeddings.patch_embedding", "Conv2d").bias().width(1152).processor("Idefics3ImageProcessor").refuse(kBucketized),
+      conv2d("smolvlm", 16).module("model.vision_model.embeddings.patch_embedding", "Conv2d").bias().width(768).processor("SmolVLMImageProcessor").refuse(kBucketized),
+      siglip(conv2d("llava_onevision", 14)
+                 .module("vision_tower.vision_model.embeddings.patch_embedding", "Conv2d")
+                 .bias()
+                 .width(1152)
+                 .processor("LlavaOnevisionImageProcessor", 384)),
       conv2d("phi4_multimodal", 14)
           .module("model.embed_tokens_extend.image_embed.img_processor.embeddings.patch_embedding", "Conv2d")
           .bias()
           .width(1152)
-          .processor("Phi4MultimodalImageProcessorFast"),
+          .processor("Phi4MultimodalImageProcessorFast")
+          .refuse(kBucketized),
       // CLIP towers: LLaVA-1.5 (llava-hf/llava-1.5-7b-hf, ViT-L/14-336).
-      conv2d("llava", 14).module("vision_tower.vision_model.embeddings.patch_embedding", "Conv2d").width(1024).processor("CLIPImageProcessor", 336),
+      clip(conv2d("llava", 14).module("vision_tower.vision_model.embeddings.patch_embedding", "Conv2d").width(1024).processor("CLIPImageProcessor", 336)),
       // InternVL (OpenGVLab/InternVL3-1B-hf, InternViT-300M): the ViT naming.
-      conv2d("internvl", 14).module("vision_tower.embeddings.patch_embeddings.projection", "Conv2d").bias().width(1024).processor("GotOcr2ImageProcessor", 448),
-      // Pixtral's standalone vision model (PixtralVisionModel) and Mllama (Llama-3.2-11B-Vision): no bias.
-      conv2d("pixtral", 16).config_at("").module("patch_conv", "Conv2d").width(1024).processor("PixtralImageProcessor"),
-      conv2d("mllama", 14).module("vision_model.patch_embedding", "Conv2d").width(1280).processor("MllamaImageProcessor", 560),
+      vit(conv2d("internvl", 14).module("vision_tower.embeddings.patch_embeddings.projection", "Conv2d").bias().width(1024).processor("GotOcr2ImageProcessor", 448),
+          "use_absolute_position_embeddings"),
+      // Pixtral's standalone vision model (PixtralVisionModel): ln_pre, a fixed-eps RMSNorm.
+      conv2d("pixtral", 16).config_at("").module("patch_conv", "Conv2d").width(1024).processor("PixtralImageProcessor")
+          .norm(NormKind::kRmsNorm, "ln_pre.weight", "", "", 1e-5),
+      // Mllama (Llama-3.2-11B-Vision): no bias.
+      conv2d("mllama", 14).module("vision_model.patch_embedding", "Conv2d").width(1280).processor("MllamaImageProcessor", 560)
+          .refuse("its tile and position terms are gated and chosen by the aspect-ratio id of a tiled image (MllamaVisionModel), not computed yet"),
   };
   return table;
 }

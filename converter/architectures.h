@@ -9,7 +9,27 @@
 #include <string_view>
 #include <vector>
 
+#include "runtime/encoder_input/encoder_input.h"
+
 namespace patchfuse {
+
+// What Hugging Face applies between the patch-embedding conv and the vision encoder's first block
+// (runtime/encoder_input/). Tensor names are relative to the patch-embedding module's parent
+// ("../x": one level further up), so they follow the module wherever the checkpoint nests it.
+struct EncoderSteps {
+  std::string_view refused;            // non-empty: why patchfuse does not compute it
+  bool merge_order = false;            // rows in spatial_merge_size blocks (config, default 2)
+  bool window = false;                 // Qwen2.5-VL's window order (config window_size, default 112)
+  std::string_view position;           // the position table
+  PositionMode position_mode = PositionMode::kNone;
+  std::string_view position_switch;    // a config bool that turns the table off (InternVL), or ""
+  std::string_view class_embedding;    // a class row first
+  NormKind norm = NormKind::kNone;
+  std::string_view norm_weight, norm_bias;
+  std::string_view eps_key;            // config field of the norm's eps, or "" for a fixed one
+  double eps = 0;                      // its default
+  bool norm_before_position = false;
+};
 
 struct Architecture {
   std::string_view model_type;
@@ -28,6 +48,7 @@ struct Architecture {
   // dilation 1, groups 1; they are data so an architecture that differs is one row.
   bool stride_equals_kernel = true;
   int64_t padding = 0, dilation = 1, groups = 1;
+  EncoderSteps encoder;
 };
 
 const std::vector<Architecture>& architectures();

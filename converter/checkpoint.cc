@@ -107,4 +107,27 @@ Result<CheckpointTensor> Checkpoint::tensor(const std::string& name) {
   return CheckpointTensor{e, st->data(*e), &loc->second};
 }
 
+// Reads one checkpoint tensor as `to`; notes when the conversion changed any value.
+Result<TensorRecord> read_tensor(Checkpoint& ckpt, const std::string& name, const std::string& new_name,
+                                 std::vector<int64_t> new_shape, std::optional<DType> to,
+                                 std::vector<std::string>& notes) {
+  PF_ASSIGN_OR_RETURN(CheckpointTensor t, ckpt.tensor(name));
+  const auto from = dtype_from_name(t.entry->dtype);
+  PF_CHECK(from.has_value(), Code::kUnsupported, *t.file, ": tensor ", name, " has dtype ", t.entry->dtype,
+           "; patch-embedding weights must be F32, F16 or BF16");
+  TensorRecord r;
+  r.name = new_name;
+  r.shape = std::move(new_shape);
+  r.dtype = to.value_or(*from);
+  const size_t count = (t.entry->end - t.entry->begin) / dtype_size(*from);
+  r.bytes.resize(count * dtype_size(r.dtype));
+  const size_t changed = convert_elements(t.data, *from, r.bytes.data(), r.dtype, count);
+  if (*from != r.dtype) {
+    notes.push_back(changed == 0 ? cat(name, ": ", dtype_name(*from), " -> ", dtype_name(r.dtype), " is exact")
+                                 : cat(name, ": ", dtype_name(*from), " -> ", dtype_name(r.dtype), " is lossy: ",
+                                       changed, " of ", count, " values rounded"));
+  }
+  return r;
+}
+
 }  // namespace patchfuse

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "converter/model_writer.h"
 #include "converter/safetensors.h"
 #include "runtime/core/result.h"
 
@@ -42,5 +43,11 @@ class Checkpoint {
   std::map<std::string, std::string> location_;  // tensor name -> file path
   std::map<std::string, std::unique_ptr<SafetensorsFile>> open_;
 };
+
+// Reads one checkpoint tensor as `to` (nullopt: its own dtype) under a new name and shape of the
+// same element count; notes when the conversion changed any value.
+Result<TensorRecord> read_tensor(Checkpoint& ckpt, const std::string& name, const std::string& new_name,
+                                 std::vector<int64_t> new_shape, std::optional<DType> to,
+                                 std::vector<std::string>& notes);
 
 }  // namespace patchfuse

@@ -5,6 +5,7 @@
 #include <set>
 
 #include "converter/checkpoint.h"
+#include "converter/encoder_input_record.h"
 #include "converter/model_writer.h"
 #include "converter/preprocessor_config.h"
 #include "runtime/core/output_file.h"
@@ -26,29 +27,6 @@ Status choose_resize_semantics(const ConvertOptions& o, const std::string& path,
   p.image_semantics = o.image_resize.value_or(ResizeSemantics::kPil);
   p.video_semantics = o.video_resize.value_or(torch_ok ? ResizeSemantics::kTorch : ResizeSemantics::kPil);
   return {};
-}
-
-// Reads one checkpoint tensor as `to`; notes when the conversion changed any value.
-Result<TensorRecord> read_tensor(Checkpoint& ckpt, const std::string& name, const std::string& new_name,
-                                 std::vector<int64_t> new_shape, std::optional<DType> to,
-                                 std::vector<std::string>& notes) {
-  PF_ASSIGN_OR_RETURN(CheckpointTensor t, ckpt.tensor(name));
-  const auto from = dtype_from_name(t.entry->dtype);
-  PF_CHECK(from.has_value(), Code::kUnsupported, *t.file, ": tensor ", name, " has dtype ", t.entry->dtype,
-           "; patch-embedding weights must be F32, F16 or BF16");
-  TensorRecord r;
-  r.name = new_name;
-  r.shape = std::move(new_shape);
-  r.dtype = to.value_or(*from);
-  const size_t count = (t.entry->end - t.entry->begin) / dtype_size(*from);
-  r.bytes.resize(count * dtype_size(r.dtype));
-  const size_t changed = convert_elements(t.data, *from, r.bytes.data(), r.dtype, count);
-  if (*from != r.dtype) {
-    notes.push_back(changed == 0 ? cat(name, ": ", dtype_name(*from), " -> ", dtype_name(r.dtype), " is exact")
-                                 : cat(name, ": ", dtype_name(*from), " -> ", dtype_name(r.dtype), " is lossy: ",
-                                       changed, " of ", count, " values rounded"));
-  }
-  return r;
 }
 
 }  // namespace
@@ -162,6 +140,9 @@ Result<ConvertReport> convert_checkpoint(const ConvertOptions& o) {
                  "; pass --dtype to store both in one dtype");
         PF_ASSIGN_OR_RETURN(m.bias, read_tensor(ckpt, bias, fused ? fused_bias_name(family, m.path) : bias,
                                                 {g.embed_dim}, m.dtype, report.notes));
+      }
+      if (arch_module) {
+        PF_ASSIGN_OR_RETURN(m.encoder_input, encoder_input_record(ckpt, *arch, config, m.path, g, report.notes));
       }
       report.written.push_back(cat(m.path, ": ", layout_name(m.layout), " ", format_dims(m.weight.shape), " ",
                                    dtype_name(m.dtype), m.bias ? " +bias" : ""));

@@ -64,6 +64,22 @@ Result<VisionConfig> load_vision_config(const std::string& path) {
   if (v.contains("hidden_size")) {
     PF_ASSIGN_OR_RETURN(vc.hidden_size, positive_int(v["hidden_size"], at + "hidden_size"));
   }
+  for (auto [key, field] : {std::pair{"spatial_merge_size", &vc.spatial_merge_size}, std::pair{"window_size", &vc.window_size}}) {
+    if (v.contains(key)) {
+      PF_ASSIGN_OR_RETURN(*field, positive_int(v[key], at + key));
+    }
+  }
+  for (auto [key, field] : {std::pair{"rms_norm_eps", &vc.rms_norm_eps}, std::pair{"layer_norm_eps", &vc.layer_norm_eps}}) {
+    if (!v.contains(key)) continue;
+    PF_CHECK(v[key].is_number() && v[key].get<double>() > 0, Code::kInvalidModel, at, key,
+             " must be a positive number, got ", v[key].dump());
+    *field = v[key].get<double>();
+  }
+  if (v.contains("use_absolute_position_embeddings")) {
+    PF_CHECK(v["use_absolute_position_embeddings"].is_boolean(), Code::kInvalidModel, at,
+             "use_absolute_position_embeddings must be true or false, got ", v["use_absolute_position_embeddings"].dump());
+    vc.use_absolute_position_embeddings = v["use_absolute_position_embeddings"].get<bool>();
+  }
   return vc;
 }
 

@@ -21,6 +21,10 @@ struct VisionConfig {
   std::optional<int64_t> in_channels;
   std::string in_channels_key;  // "in_channels", "in_chans" or "num_channels", whichever was present
   std::optional<int64_t> hidden_size;
+  // What the encoder input's steps read (architectures.h, EncoderSteps).
+  std::optional<int64_t> spatial_merge_size, window_size;
+  std::optional<double> rms_norm_eps, layer_norm_eps;
+  std::optional<bool> use_absolute_position_embeddings;
 };
 
 // Finds the vision config at `vision_config`, `thinker_config.vision_config` or the top level.

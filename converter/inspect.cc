@@ -31,6 +31,30 @@ ojson tensor_json(const TensorView& t, const uint8_t* base) {
           {"offset", static_cast<size_t>(t.data - base)}};
 }
 
+// The encoder input's steps (null for a file converted before they were stored).
+ojson encoder_input_json(const std::optional<EncoderInputSpec>& e) {
+  if (!e) return nullptr;
+  ojson j;
+  j["steps"] = e->describe();
+  if (!e->refused.empty()) {
+    j["refused"] = e->refused;
+    return j;
+  }
+  j["merge_size"] = e->merge_size;
+  if (e->window_size > 0) j["window_size"] = e->window_size;
+  const auto table = [](const TableView& t) { return t.empty() ? ojson(nullptr) : ojson({{"name", t.name}, {"dtype", dtype_name(t.dtype)}}); };
+  if (!e->class_embedding.empty()) j["class_embedding"] = table(e->class_embedding);
+  if (e->position_mode != PositionMode::kNone) {
+    j["position"] = {{"mode", position_mode_name(e->position_mode)}, {"side", e->position_side}, {"table", table(e->position)}};
+  }
+  if (e->norm != NormKind::kNone) {
+    j["norm"] = {{"kind", norm_kind_name(e->norm)}, {"eps", e->norm_eps}, {"weight", table(e->norm_weight)},
+                 {"bias", table(e->norm_bias)}, {"before_position", e->norm_before_position}};
+  }
+  j["missing"] = e->missing;
+  return j;
+}
+
 ojson preprocessing_json(const std::optional<Preprocessing>& p) {
   if (!p) return nullptr;
   ojson j = {{"image_mean", p->mean},        {"image_std", p->std},
@@ -97,7 +121,8 @@ Result<std::string> inspect_model(const std::string& path, bool as_json) {
                               {"source_dtype", dtype_name(mod.source_dtype)},
                               {"weight", tensor_json(mod.weight, base)},
                               {"bias", mod.bias ? tensor_json(*mod.bias, base) : ojson(nullptr)},
-                              {"preprocessing", preprocessing_json(mod.preprocessing)}});
+                              {"preprocessing", preprocessing_json(mod.preprocessing)},
+                              {"encoder_input", encoder_input_json(mod.encoder_input)}});
     }
     return j.dump(2) + "\n";
   }
@@ -129,6 +154,9 @@ Result<std::string> inspect_model(const std::string& path, bool as_json) {
     } else {
       out << "  preprocessing  (none: pixel_values only; the frames API refuses this model)\n";
     }
+    out << "  encoder input  "
+        << (mod.encoder_input ? mod.encoder_input->describe() : "(not stored: converted before 0.5; output stage patches only)")
+        << "\n";
   }
   return out.str();
 }

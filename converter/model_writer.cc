@@ -28,6 +28,23 @@ flatbuffers::Offset<flatbuffers::Vector<int32_t>> int_vector(flatbuffers::FlatBu
   return b.CreateVector(std::vector<int32_t>(v.begin(), v.end()));
 }
 
+flatbuffers::Offset<fb::Tensor> write_optional(flatbuffers::FlatBufferBuilder& b, const std::optional<TensorRecord>& t) {
+  return t ? write_tensor(b, *t) : 0;
+}
+
+flatbuffers::Offset<fb::EncoderInput> write_encoder_input(flatbuffers::FlatBufferBuilder& b, const EncoderInputRecord& e) {
+  auto position = write_optional(b, e.position);
+  auto class_embedding = write_optional(b, e.class_embedding);
+  auto norm_weight = write_optional(b, e.norm_weight);
+  auto norm_bias = write_optional(b, e.norm_bias);
+  return fb::CreateEncoderInput(b, b.CreateString(e.refused), b.CreateVectorOfStrings(e.missing),
+                                static_cast<int32_t>(e.merge_size), static_cast<int32_t>(e.window_size),
+                                static_cast<int32_t>(e.patch_size), static_cast<fb::PositionMode>(e.position_mode),
+                                position, static_cast<int32_t>(e.position_side), class_embedding,
+                                static_cast<fb::NormKind>(e.norm), norm_weight, norm_bias, e.norm_eps,
+                                e.norm_before_position);
+}
+
 }  // namespace
 
 std::vector<uint8_t> build_model(const std::string& model_type, const std::vector<FusionStep>& fusion_config,
@@ -37,7 +54,8 @@ std::vector<uint8_t> build_model(const std::string& model_type, const std::vecto
   std::vector<flatbuffers::Offset<fb::Module>> mods;
   for (const ModuleRecord& m : modules) {
     auto weight = write_tensor(b, m.weight);
-    flatbuffers::Offset<fb::Tensor> bias = m.bias ? write_tensor(b, *m.bias) : 0;
+    flatbuffers::Offset<fb::Tensor> bias = write_optional(b, m.bias);
+    flatbuffers::Offset<fb::EncoderInput> encoder_input = m.encoder_input ? write_encoder_input(b, *m.encoder_input) : 0;
     flatbuffers::Offset<fb::Preprocessing> pre = 0;
     if (const auto& p = m.preprocessing) {
       flatbuffers::Offset<fb::VideoResize> video = 0;
@@ -60,7 +78,7 @@ std::vector<uint8_t> build_model(const std::string& model_type, const std::vecto
     mods.push_back(fb::CreateModule(b, b.CreateString(m.path), b.CreateString(std::string(m.family->name)),
                                     b.CreateString(m.class_name), static_cast<fb::Layout>(m.layout), geometry,
                                     patch_volume(g).value_or(0), static_cast<fb::DType>(m.dtype), weight, bias,
-                                    static_cast<fb::DType>(m.source_dtype), pre));
+                                    static_cast<fb::DType>(m.source_dtype), pre, encoder_input));
   }
   std::vector<flatbuffers::Offset<fb::FusionSetting>> settings;
   for (const FusionStep& s : fusion_config) {

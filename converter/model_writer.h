@@ -19,6 +19,20 @@ struct TensorRecord {
   std::vector<uint8_t> bytes;
 };
 
+// The encoder input's record (schema EncoderInput); tensors keep their checkpoint dtype.
+struct EncoderInputRecord {
+  std::string refused;
+  std::vector<std::string> missing;
+  int64_t merge_size = 1, window_size = 0, patch_size = 0;
+  PositionMode position_mode = PositionMode::kNone;
+  std::optional<TensorRecord> position;  // [class_rows + side^2, embed_dim]
+  int64_t position_side = 0;
+  std::optional<TensorRecord> class_embedding, norm_weight, norm_bias;  // [embed_dim]
+  NormKind norm = NormKind::kNone;
+  float norm_eps = 0;
+  bool norm_before_position = false;
+};
+
 struct ModuleRecord {
   std::string path;
   const FusionFamily* family = nullptr;
@@ -30,6 +44,7 @@ struct ModuleRecord {
   TensorRecord weight;
   std::optional<TensorRecord> bias;
   std::optional<Preprocessing> preprocessing;
+  std::optional<EncoderInputRecord> encoder_input;
 };
 
 // Tensor bytes start at multiples of kTensorAlignment and the file ends with kTailSlack zero

@@ -5,6 +5,8 @@
 // so their ratio is measured side by side under the same machine noise. With --image HxW the
 // frames path (seeded synthetic uint8 frames: gather + GEMM on the folded weights, a still image at
 // half K) is timed against the pixel_values path on the same number of patches, also alternately.
+// With --output-stage patches,encoder-input both stages are timed alternately too, so the encoder
+// input's cost (its epilogue, with the grid's terms cached) is a ratio from one run.
 #include <sched.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
@@ -64,7 +66,7 @@ Stats stats_of(std::vector<double> v) {
 
 struct Options {
   std::string model, input, json, pin, module, image, format = "rgb";
-  std::vector<std::string> backends = {"auto"}, precisions = {"auto"};
+  std::vector<std::string> backends = {"auto"}, precisions = {"auto"}, stages = {"patches"};
   std::vector<int> threads = {1};
   std::vector<size_t> patches = {1024};
   std::string path = "fused";
@@ -74,11 +76,16 @@ struct Options {
   size_t frames = 1;
 };
 
-// What one timed configuration runs: the pixel_values path or the frames path, on a path.
+// What one timed configuration runs: the pixel_values path or the frames path, on a path, into
+// an output stage.
 struct Variant {
   pf_path path;
   bool frames;
-  std::string name() const { return std::string(frames ? "frames/" : "") + (path == PF_PATH_FUSED ? "fused" : "unfused"); }
+  pf_output_stage stage;
+  std::string name() const {
+    return std::string(stage == PF_OUTPUT_ENCODER_INPUT ? "enc/" : "") + (frames ? "frames/" : "") +
+           (path == PF_PATH_FUSED ? "fused" : "unfused");
+  }
 };
 
 // One timed session.
@@ -90,7 +97,8 @@ struct Measured {
   double int8_error = -1;  // int8 frames: max |y - f32 reference| / max |f32 reference|; -1: not int8
   // frames: each timed run's stages (pf_session_last_profile) and the share of conversion + resize +
   // gather in that run's wall time
-  std::vector<double> preprocess_ms, gather_ms, kernel_ms, preprocessing_share;
+  std::vector<double> preprocess_ms, gather_ms, kernel_ms, preprocessing_share, encoder_input_ms;
+  double first_encoder_input_ms = 0;  // the first run's epilogue, with the grid's terms made
 };
 
 }  // namespace
@@ -105,6 +113,8 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember(patchfuse::keys_of(patchfuse::precision_names())));
   app.add_option("--threads", o.threads, "Thread counts (comma list)")->delimiter(',')->check(CLI::Range(1, 1024));
   app.add_option("--patches", o.patches, "Patch counts N (comma list)")->delimiter(',')->check(CLI::Range(1, 1 << 24));
+  app.add_option("--output-stage", o.stages, "patches,encoder-input (comma list; encoder-input needs --image for its grid)")
+      ->delimiter(',')->check(CLI::IsMember(patchfuse::keys_of(patchfuse::output_stage_names())));
   app.add_option("--path", o.path, "fused, unfused or both")->check(CLI::IsMember({"fused", "unfused", "both"}));
   app.add_option("--warmup", o.warmup, "Untimed runs after the first")->check(CLI::Range(0, 100000));
   app.add_option("--runs", o.runs, "Timed runs (at least)")->check(CLI::Range(1, 1000000));
@@ -168,6 +178,12 @@ int main(int argc, char** argv) {
   std::vector<patchfuse::Image> sources;
   std::vector<pf_image> views;
   int64_t resized_h = 0, resized_w = 0;
+  pf_grid image_grid{};
+  const bool encoder = std::count(o.stages.begin(), o.stages.end(), "encoder-input") > 0;
+  if (encoder && o.image.empty()) {
+    std::fprintf(stderr, "patchfuse-bench: usage error: --output-stage encoder-input needs --image HxW (its terms depend on the grid)\n");
+    return 2;
+  }
   if (!o.image.empty()) {
     unsigned long h = 0, w = 0;
     char x = 0, extra = 0;
@@ -189,6 +205,7 @@ int main(int argc, char** argv) {
     auto frame = s->preprocess(views[0], views.size(), &resized_h, &resized_w);
     if (!frame) return fail(o.model + ": --image " + o.image + ": " + frame.error());
     o.patches = {static_cast<size_t>(grid->t * grid->h * grid->w)};
+    image_grid = *grid;
   }
   const size_t max_n = *std::max_element(o.patches.begin(), o.patches.end());
   std::vector<float> input(max_n * k);
@@ -210,17 +227,22 @@ int main(int argc, char** argv) {
       v = static_cast<float>(static_cast<double>((z ^ (z >> 31)) >> 11) / 4503599627370496.0 - 1.0);
     }
   }
-  std::vector<float> output(max_n * out);
+  std::vector<float> output((max_n + static_cast<size_t>(image_grid.t)) * out);  // room for class rows
 
   std::vector<Variant> paths;
-  for (bool f : {false, true}) {
-    if (f && views.empty()) continue;
-    if (o.path != "unfused") paths.push_back({PF_PATH_FUSED, f});
-    if (o.path != "fused") paths.push_back({PF_PATH_UNFUSED, f});
+  for (const std::string& stage : o.stages) {
+    for (bool f : {false, true}) {
+      if (f && views.empty()) continue;
+      const pf_output_stage st = patchfuse::output_stage_names().at(stage);
+      if (o.path != "unfused") paths.push_back({PF_PATH_FUSED, f, st});
+      if (o.path != "fused") paths.push_back({PF_PATH_UNFUSED, f, st});
+    }
   }
   // One timed call of variant `v` on a session.
   auto run = [&](patchfuse::Session& s, const Variant& v, size_t n) {
-    return v.frames ? s.run_video(views.data(), views.size(), output.data()) : s.run(input.data(), n, output.data());
+    if (v.frames) return s.run_video(views.data(), views.size(), output.data());
+    return v.stage == PF_OUTPUT_ENCODER_INPUT ? s.run_grid(input.data(), image_grid, output.data())
+                                              : s.run(input.data(), n, output.data());
   };
 
   ojson results = ojson::array();
@@ -261,6 +283,7 @@ int main(int argc, char** argv) {
             so.precision = patchfuse::precision_names().at(precision);
             so.threads = threads;
             so.path = paths[p].path;
+            so.output_stage = paths[p].stage;
             auto session = patchfuse::Session::create(*model, index, so);
             if (!session) {
               m[p].error = session.error();
@@ -270,11 +293,13 @@ int main(int argc, char** argv) {
             const auto t1 = Clock::now();
             m[p].error = run(*session, paths[p], n);
             m[p].first_ms = ms_since(t1);
+            m[p].first_encoder_input_ms = session->last_profile().encoder_input_ms;
             m[p].info = session->info();
             if (m[p].error.empty() && m[p].info.precision == PF_PRECISION_INT8) {
               // int8's error, against the float model on the same frames (the reference backend in f32).
               pf_session_options ro = patchfuse::default_options();
               ro.backend = PF_BACKEND_REFERENCE;
+              ro.output_stage = paths[p].stage;
               auto ref = patchfuse::Session::create(*model, index, ro);
               std::vector<float> y(output.begin(), output.begin() + static_cast<std::ptrdiff_t>(n * out)), want(n * out);
               m[p].error = ref ? ref->run_video(views.data(), views.size(), want.data()) : ref.error();
@@ -297,6 +322,9 @@ int main(int argc, char** argv) {
               m[p].error = run(*sessions[p], paths[p], n);
               const double wall = ms_since(t);
               m[p].runs_ms.push_back(wall);
+              if (paths[p].stage == PF_OUTPUT_ENCODER_INPUT) {
+                m[p].encoder_input_ms.push_back(sessions[p]->last_profile().encoder_input_ms);
+              }
               if (paths[p].frames) {
                 const pf_run_profile pr = sessions[p]->last_profile();
                 m[p].preprocess_ms.push_back(pr.preprocess_ms);
@@ -309,22 +337,28 @@ int main(int argc, char** argv) {
           const double rss = peak_rss_mb();
           std::vector<Stats> s(paths.size());
           for (size_t p = 0; p < paths.size(); ++p) s[p] = stats_of(m[p].runs_ms);
-          // Side-by-side ratios: unfused over fused (same input), pixel_values over frames (same path).
-          auto partner = [&](size_t p, bool frames_side) -> std::optional<size_t> {
+          // Side-by-side ratios: unfused over fused (same input), pixel_values over frames (same path),
+          // both within one stage; and the encoder input over the patches (same path and input).
+          enum class Pair { kPath, kInput, kStage };
+          auto partner = [&](size_t p, Pair pair) -> std::optional<size_t> {
             for (size_t q = 0; q < paths.size(); ++q) {
-              const bool match = frames_side ? paths[q].path == paths[p].path && paths[q].frames != paths[p].frames
-                                             : paths[q].frames == paths[p].frames && paths[q].path != paths[p].path;
+              const bool same_path = paths[q].path == paths[p].path, same_input = paths[q].frames == paths[p].frames,
+                         same_stage = paths[q].stage == paths[p].stage;
+              const bool match = pair == Pair::kInput  ? same_path && !same_input && same_stage
+                                 : pair == Pair::kPath ? same_input && !same_path && same_stage
+                                                       : same_path && same_input && !same_stage;
               if (match && m[q].error.empty() && m[p].error.empty() && s[q].p50 > 0) return q;
             }
             return std::nullopt;
           };
           for (size_t p = 0; p < paths.size(); ++p) {
             const std::string path_name = paths[p].name();
-            const auto other_path = partner(p, false);
+            const auto other_path = partner(p, Pair::kPath);
             const double unfused_over_fused = !other_path ? 0.0
                                               : paths[p].path == PF_PATH_FUSED ? s[*other_path].p50 / s[p].p50
                                                                                : s[p].p50 / s[*other_path].p50;
-            const auto pixels_partner = paths[p].frames ? partner(p, true) : std::nullopt;
+            const auto pixels_partner = paths[p].frames ? partner(p, Pair::kInput) : std::nullopt;
+            const auto patches_partner = paths[p].stage == PF_OUTPUT_ENCODER_INPUT ? partner(p, Pair::kStage) : std::nullopt;
             const double pixels_over_frames = pixels_partner ? s[*pixels_partner].p50 / s[p].p50 : 0.0;
             // The table shows each ratio once: on the fused row, and on the frames row.
             const double speedup = pixels_partner ? pixels_over_frames : paths[p].path == PF_PATH_FUSED ? unfused_over_fused : 0.0;
@@ -357,6 +391,17 @@ int main(int argc, char** argv) {
               j["stages_p50_ms"] = {{"conversion_resize", pre}, {"gather", gather}, {"kernel", kernel}};
               j["preprocessing_share_p50"] = share;
             }
+            if (!m[p].encoder_input_ms.empty()) {
+              const double epilogue = stats_of(m[p].encoder_input_ms).p50;
+              std::printf("%-9s   encoder input: epilogue p50 %.4f ms; first run (grid terms made) %.4f ms%s\n", "", epilogue,
+                          m[p].first_encoder_input_ms,
+                          patches_partner ? (", run p50 x" + std::to_string(s[p].p50 / s[*patches_partner].p50).substr(0, 5) +
+                                             " the patches stage's").c_str()
+                                          : "");
+              j["encoder_input_epilogue_p50_ms"] = epilogue;
+              j["encoder_input_first_run_ms"] = m[p].first_encoder_input_ms;
+              if (patches_partner) j["encoder_input_over_patches_p50"] = s[p].p50 / s[*patches_partner].p50;
+            }
             if (m[p].int8_error >= 0) {
               std::printf("%-9s   int8 vs the f32 model on these frames: max |err| %.3g of max |ref|\n", "", m[p].int8_error);
               j["int8_max_error_of_max_ref"] = m[p].int8_error;
@@ -380,6 +425,7 @@ int main(int argc, char** argv) {
             if (other_path) j["unfused_over_fused_p50"] = unfused_over_fused;
             if (pixels_partner) j["pixels_over_frames_p50"] = pixels_over_frames;
             j["input"] = paths[p].frames ? "frames" : "pixel_values";
+            j["output_stage"] = paths[p].stage == PF_OUTPUT_ENCODER_INPUT ? "encoder-input" : "patches";
             results.push_back(j);
           }
         }
@@ -396,7 +442,7 @@ int main(int argc, char** argv) {
           {"online_cpus", machine.online_cpus}, {"emulated", machine.emulated}, {"pinned_cpus", o.pin}}},
         {"configuration",
          {{"backends", o.backends}, {"precisions", o.precisions}, {"threads", o.threads}, {"patches", o.patches},
-          {"path", o.path}, {"warmup", o.warmup}, {"runs", o.runs}, {"min_time_s", o.min_time},
+          {"path", o.path}, {"output_stages", o.stages}, {"warmup", o.warmup}, {"runs", o.runs}, {"min_time_s", o.min_time},
           {"input", o.input.empty() ? "synthetic, seed " + std::to_string(o.seed) : o.input},
           {"image", o.image}, {"image_format", o.format}, {"frames", views.size()}}},
         {"results", results}};

@@ -2,6 +2,7 @@
 // patchfuse-bench so both accept and print the same words.
 #pragma once
 
+#include <cstdio>
 #include <map>
 #include <string>
 #include <vector>
@@ -35,6 +36,22 @@ inline const std::map<std::string, pf_color_matrix>& color_matrix_names() {
   static const std::map<std::string, pf_color_matrix> m = {
       {"bt601_full", PF_COLOR_BT601_FULL}, {"bt601_limited", PF_COLOR_BT601_LIMITED}, {"bt709_limited", PF_COLOR_BT709_LIMITED}};
   return m;
+}
+
+inline const std::map<std::string, pf_output_stage>& output_stage_names() {
+  static const std::map<std::string, pf_output_stage> m = {{"patches", PF_OUTPUT_PATCHES},
+                                                           {"encoder-input", PF_OUTPUT_ENCODER_INPUT}};
+  return m;
+}
+
+// Parses "TxHxW" (image_grid_thw) into `grid`; false when it is not three positive integers.
+inline bool parse_grid(const std::string& text, pf_grid& grid) {
+  long long t = 0, h = 0, w = 0;
+  char x1 = 0, x2 = 0, extra = 0;
+  if (std::sscanf(text.c_str(), "%lld%c%lld%c%lld%c", &t, &x1, &h, &x2, &w, &extra) != 5 || x1 != 'x' || x2 != 'x') return false;
+  if (t <= 0 || h <= 0 || w <= 0) return false;
+  grid = pf_grid{t, h, w};
+  return true;
 }
 
 inline const char* precision_text(pf_precision p) {

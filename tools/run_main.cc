@@ -20,9 +20,9 @@ int fail(const std::string& message) {
   return 1;
 }
 
-// What one run needs: the rows it produces and how to compute them on a session.
+// What one run needs: its grid (image_grid_thw, once known) and how to compute it on a session.
 struct Job {
-  size_t rows = 0;
+  pf_grid grid{};
   std::function<std::string(patchfuse::Session&, float*)> run;
 };
 
@@ -31,7 +31,7 @@ struct Job {
 int main(int argc, char** argv) {
   CLI::App app{"patchfuse-run: run a patch embedding of a .pfb model on .npy patches or on images"};
   std::string model_path, input_path, image_path, yuv_path, output_path, module, backend = "auto", precision = "auto";
-  std::string format = "nv12", size, matrix = "bt601_limited", write_resized;
+  std::string format = "nv12", size, matrix = "bt601_limited", write_resized, output_stage = "patches", grid_text;
   std::vector<std::string> frame_paths;
   int threads = 1;
   bool no_fuse = false, compare = false, no_exif = false;
@@ -58,13 +58,31 @@ int main(int argc, char** argv) {
   app.add_option("--output", output_path, "Output .npy, float32 [N, embed_dim]")->required();
   app.add_option("--backend", backend, "auto|reference|onednn|xnnpack|gemmlowp")->check(CLI::IsMember(patchfuse::keys_of(patchfuse::backend_names())));
   app.add_option("--threads", threads, "Threads")->check(CLI::Range(1, 1024));
-  app.add_option("--precision", precision, "auto|f32|bf16|f16")->check(CLI::IsMember(patchfuse::keys_of(patchfuse::precision_names())));
+  app.add_option("--output-stage", output_stage,
+                 "patches (the conv's output) | encoder-input (the vision encoder's first block input, as Hugging Face "
+                 "computes it: position terms, class row, window order, first norm)")
+      ->check(CLI::IsMember(patchfuse::keys_of(patchfuse::output_stage_names())));
+  app.add_option("--grid", grid_text, "With --input: the rows' image_grid_thw TxHxW (Conv2d: T images of HxW patches); "
+                                      "needed for --output-stage encoder-input");
+  app.add_option("--precision", precision, "auto|f32|bf16|f16|int8 (int8: images and frames only)")->check(CLI::IsMember(patchfuse::keys_of(patchfuse::precision_names())));
   app.add_option("--module", module, "Module path when the model has several");
   app.add_flag("--no-fuse", no_fuse, "Run the original convolution instead of the fused GEMM");
   app.add_flag("--compare-reference", compare, "Also run the reference backend and print the difference");
   if (auto code = patchfuse::parse_command_line(app, argc, argv, "patchfuse-run")) return *code;
   if (input_path.empty() && image_path.empty() && frame_paths.empty() && yuv_path.empty()) {
     std::fprintf(stderr, "patchfuse-run: usage error: one of --input, --image, --frames or --yuv is required (see --help)\n");
+    return 2;
+  }
+  pf_grid given_grid{};
+  if (!grid_text.empty() && (input_path.empty() || !patchfuse::parse_grid(grid_text, given_grid))) {
+    std::fprintf(stderr, "patchfuse-run: usage error: --grid '%s' must be TxHxW of positive integers and goes with --input\n",
+                 grid_text.c_str());
+    return 2;
+  }
+  const pf_output_stage stage = patchfuse::output_stage_names().at(output_stage);
+  if (stage == PF_OUTPUT_ENCODER_INPUT && !input_path.empty() && grid_text.empty()) {
+    std::fprintf(stderr, "patchfuse-run: usage error: --output-stage encoder-input with --input needs --grid TxHxW (the "
+                         "position terms and row order depend on the grid)\n");
     return 2;
   }
   size_t yuv_w = 0, yuv_h = 0;
@@ -113,9 +131,13 @@ int main(int argc, char** argv) {
       return fail(input_path + ": shape (" + shape + ") must be [N, " + std::to_string(info.patch_volume) + "] or [N" +
                   conv + "] with N >= 1 for module " + info.path);
     }
-    job.rows = static_cast<size_t>(x.shape[0]);
+    job.grid = grid_text.empty() ? pf_grid{1, 1, x.shape[0]} : given_grid;
+    if (job.grid.t * job.grid.h * job.grid.w != x.shape[0]) {
+      return fail(input_path + ": " + std::to_string(x.shape[0]) + " rows, but --grid " + grid_text + " has " +
+                  std::to_string(job.grid.t * job.grid.h * job.grid.w));
+    }
     const float* input = reinterpret_cast<const float*>(x.bytes.data());
-    job.run = [&job, input](patchfuse::Session& s, float* out) { return s.run(input, job.rows, out); };
+    job.run = [&job, input](patchfuse::Session& s, float* out) { return s.run_grid(input, job.grid, out); };
   } else {
     // Images: decoded here, resized and cropped by the runtime as the model's processor does.
     if (!image_path.empty()) frame_paths = {image_path};
@@ -150,6 +172,7 @@ int main(int argc, char** argv) {
   o.threads = threads;
   o.precision = patchfuse::precision_names().at(precision);
   o.path = no_fuse ? PF_PATH_UNFUSED : PF_PATH_FUSED;
+  o.output_stage = stage;
   auto session = patchfuse::Session::create(*model, index, o);
   if (!session) return fail(model_path + ": module " + info.path + ": " + session.error());
   if (!views.empty()) {
@@ -169,19 +192,24 @@ int main(int argc, char** argv) {
     }
     auto grid = session->images_grid(views.size(), static_cast<int64_t>(images[0].height), static_cast<int64_t>(images[0].width));
     if (!grid) return fail(model_path + ": module " + info.path + ": " + grid.error());
-    job.rows = static_cast<size_t>(grid->t * grid->h * grid->w);
-    std::printf("image_grid_thw [%lld, %lld, %lld]: %zu patches%s\n", static_cast<long long>(grid->t),
-                static_cast<long long>(grid->h), static_cast<long long>(grid->w), job.rows,
+    job.grid = *grid;
+    std::printf("image_grid_thw [%lld, %lld, %lld]: %lld patches%s\n", static_cast<long long>(grid->t),
+                static_cast<long long>(grid->h), static_cast<long long>(grid->w),
+                static_cast<long long>(grid->t * grid->h * grid->w),
                 info.spatial_rank == 2     ? " (Conv2d: one image per frame, patches in raster order)"
                 : views.size() == 1 ? " (still image: weights summed over time, K = C*P*P)"
                                          : "");
   }
-  std::vector<float> y(job.rows * static_cast<size_t>(info.embed_dim));
+  auto rows = session->output_rows(job.grid);
+  if (!rows) return fail(model_path + ": module " + info.path + ": " + rows.error());
+  if (stage == PF_OUTPUT_ENCODER_INPUT) std::printf("encoder input: %s\n", info.encoder_input);
+  const auto out_rows = static_cast<size_t>(*rows);
+  std::vector<float> y(out_rows * static_cast<size_t>(info.embed_dim));
   const auto t0 = std::chrono::steady_clock::now();
   const std::string err = job.run(*session, y.data());
   const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   if (!err.empty()) return fail(err);
-  patchfuse::Status written = patchfuse::write_npy_f32(output_path, {static_cast<int64_t>(job.rows), info.embed_dim}, y.data());
+  patchfuse::Status written = patchfuse::write_npy_f32(output_path, {*rows, info.embed_dim}, y.data());
   if (!written.ok()) return fail(written.error().message);
 
   const pf_session_info si = session->info();
@@ -189,12 +217,13 @@ int main(int argc, char** argv) {
               pf_backend_name(si.backend), si.detail, si.isa[0] ? ", isa " : "", si.isa, patchfuse::precision_text(si.precision),
               no_fuse ? "unfused" : "fused", si.threads, si.threads == 1 ? "" : "s");
   if (si.note[0] != '\0') std::printf("note: %s\n", si.note);
-  std::printf("wrote %s: float32 [%zu, %d] in %.3f ms (first run, includes one-time setup)\n", output_path.c_str(), job.rows,
-              info.embed_dim, ms);
+  std::printf("wrote %s: float32 [%zu, %d] (%s) in %.3f ms (first run, includes one-time setup)\n", output_path.c_str(), out_rows,
+              info.embed_dim, output_stage.c_str(), ms);
   if (compare) {
     pf_session_options r = patchfuse::default_options();
     r.backend = PF_BACKEND_REFERENCE;
     r.path = o.path;
+    r.output_stage = stage;
     auto ref = patchfuse::Session::create(*model, index, r);
     if (!ref) return fail("reference session: " + ref.error());
     std::vector<float> yr(y.size());

@@ -87,6 +87,15 @@ typedef PF_ENUM(pf_path) {
   PF_PATH_UNFUSED = 1 /**< the backend's own convolution on the original [N, C, kt, kh, kw] view */
 } pf_path;
 
+/** What a run writes. See pf_session_run_grid and the README's model-type table. */
+typedef PF_ENUM(pf_output_stage) {
+  PF_OUTPUT_PATCHES = 0,      /**< the patch-embedding conv's output: [t*h*w, embed_dim] */
+  PF_OUTPUT_ENCODER_INPUT = 1 /**< the vision encoder's first block input, exactly as Hugging Face computes it:
+                                   conv, then the model's position term, class row, first norm and (Qwen2.5-VL)
+                                   window order; [t*(class_rows + h*w), embed_dim], each image's sequence in
+                                   turn with its class row first */
+} pf_output_stage;
+
 typedef PF_ENUM(pf_dtype) { PF_DTYPE_F32 = 0, PF_DTYPE_F16 = 1, PF_DTYPE_BF16 = 2 } pf_dtype;
 
 typedef PF_ENUM(pf_layout) {
@@ -111,6 +120,10 @@ typedef struct pf_module_info {
   int32_t eligible; /**< 1 when the fusion rules allow running it (both paths need this) */
   int32_t has_preprocessing; /**< 1 when the model stores Hugging Face's image preprocessing, so
                                   the frames functions below can take uint8 frames */
+  const char* encoder_input; /**< the steps PF_OUTPUT_ENCODER_INPUT applies, e.g. "class row first (...),
+                                  + position (...), LayerNorm (...)", or why it is refused; null for a
+                                  model converted before they were stored (patches only) */
+  int32_t class_rows;        /**< class rows the encoder input puts before each image's patch rows (0 or 1) */
 } pf_module_info;
 
 /** image_grid_thw of a frames run: output rows = t * h * w, in Hugging Face's order. */
@@ -160,6 +173,7 @@ typedef struct pf_session_options {
   int32_t threads; /**< >= 1 */
   pf_precision precision;
   pf_path path;
+  pf_output_stage output_stage; /**< PF_OUTPUT_PATCHES by default */
 } pf_session_options;
 
 /** What a session actually runs. Strings are owned by the session. */
@@ -168,6 +182,7 @@ typedef struct pf_session_info {
   pf_precision precision; /**< what it computes in; never PF_PRECISION_AUTO */
   pf_path path;
   int32_t threads;
+  pf_output_stage output_stage;
   const char* detail; /**< backend and kernel, e.g. "oneDNN 2.6.3 matmul brg:avx512_core_bf16" */
   const char* note;   /**< why precision differs from the model dtype, or "" */
   const char* isa;    /**< instruction set the library dispatched to, in its own words (oneDNN:
@@ -185,6 +200,7 @@ typedef struct pf_run_profile {
   double preprocess_ms; /**< pixel format conversion, resize and centre crop */
   double gather_ms;     /**< the patch rows from the frames, in the kernel's input type */
   double kernel_ms;     /**< the projection */
+  double encoder_input_ms; /**< the encoder input's per-row epilogue, plus its grid terms when the grid is new */
 } pf_run_profile;
 
 /** Message for the last failed call on this thread ("" if none). Valid until the next call on
@@ -226,7 +242,7 @@ PF_API pf_status pf_model_get_module(const pf_model* model, size_t index, pf_mod
  *  @return PF_OK, PF_INVALID_ARGUMENT (null, no such module: the message lists the paths). */
 PF_API pf_status pf_model_find_module(const pf_model* model, const char* path, size_t* index_out);
 
-/** Defaults: PF_BACKEND_AUTO, 1 thread, PF_PRECISION_AUTO, PF_PATH_FUSED. */
+/** Defaults: PF_BACKEND_AUTO, 1 thread, PF_PRECISION_AUTO, PF_PATH_FUSED, PF_OUTPUT_PATCHES. */
 PF_API void pf_session_options_init(pf_session_options* options);
 
 /** Creates a session for one module: checks the fusion rules, picks the kernels, packs the
@@ -248,6 +264,38 @@ PF_API pf_status pf_session_create(const pf_model* model, size_t module_index, c
  *  @return PF_OK, PF_INVALID_ARGUMENT (null, n == 0, n * row length overflows),
  *          PF_OUT_OF_MEMORY, PF_INTERNAL. */
 PF_API pf_status pf_session_run(pf_session* session, const float* input, size_t n, float* output);
+
+/** pixel_values rows of a known grid (image_grid_thw: t * h * w rows in the processor's order) into
+ *  the session's output stage; the way to get the encoder input from pixel_values, since its
+ *  position terms and row order depend on the grid. Conv2d models: t images of h x w patches.
+ *  The grid's terms (position term, class row, window slots) are computed on the first run of a
+ *  grid and kept for the 4 most recently used grids.
+ *  @param input   t * h * w * patch_volume floats; read only during the call.
+ *  @param grid    not retained; h and w multiples of the merge size for encoder-input sessions.
+ *  @param output  pf_session_output_rows(grid) * embed_dim floats; must not overlap input.
+ *  @return PF_OK, PF_INVALID_ARGUMENT (null, a grid the model refuses), PF_UNSUPPORTED (int8),
+ *          PF_OUT_OF_MEMORY, PF_INTERNAL. */
+PF_API pf_status pf_session_run_grid(pf_session* session, const float* input, const pf_grid* grid, float* output);
+
+/** Output rows of any run on `grid` in the session's output stage: t * h * w for patches;
+ *  t * (class_rows + h * w) for the encoder input.
+ *  @return PF_OK, PF_INVALID_ARGUMENT (null, a grid the model refuses). */
+PF_API pf_status pf_session_output_rows(const pf_session* session, const pf_grid* grid, int64_t* rows_out);
+
+/** Qwen2.5-VL's window attention order for `grid`, as transformers' get_vision_window_index gives
+ *  it: window_index[k] is the merge group (merge_size^2 rows) at group position k of the encoder
+ *  input, reverse_index its inverse (argsort: apply it to the merger's output), and
+ *  cu_window_seqlens the window boundaries in rows, starting at 0. Any session of the model answers
+ *  (the order does not depend on the output stage). Null arrays with capacities 0 ask the sizes.
+ *  @param window_index, reverse_index  index_capacity entries each, or null.
+ *  @param cu_window_seqlens            cu_capacity entries, or null.
+ *  @param index_count_out, cu_count_out  receive the sizes (t*h*w/merge^2 and windows + 1).
+ *  @return PF_OK, PF_INVALID_ARGUMENT (null session or counts, a grid the model refuses, a
+ *          capacity too small: the counts are still written), PF_UNSUPPORTED (the model has no
+ *          window attention). */
+PF_API pf_status pf_session_window_index(const pf_session* session, const pf_grid* grid, int64_t* window_index,
+                                         int64_t* reverse_index, size_t index_capacity, int64_t* cu_window_seqlens,
+                                         size_t cu_capacity, size_t* index_count_out, size_t* cu_count_out);
 
 /** @param out  filled; its strings are owned by the session. */
 PF_API pf_status pf_session_get_info(const pf_session* session, pf_session_info* out);

@@ -10,6 +10,7 @@
 #include <string>
 #include <utility>
 #include <variant>
+#include <vector>
 
 #include "patchfuse/patchfuse.h"
 
@@ -116,6 +117,31 @@ class Session {
   // Returns "" on success, else the error message.
   std::string run(const float* input, size_t n, float* output) {
     return pf_session_run(handle_.get(), input, n, output) == PF_OK ? std::string() : std::string(pf_last_error());
+  }
+  // pixel_values rows of `grid` into the session's output stage (pf_session_run_grid); "" on
+  // success, else the error message.
+  std::string run_grid(const float* input, const pf_grid& grid, float* output) {
+    return pf_session_run_grid(handle_.get(), input, &grid, output) == PF_OK ? std::string() : std::string(pf_last_error());
+  }
+  Expected<int64_t> output_rows(const pf_grid& grid) const {
+    int64_t rows = 0;
+    const pf_status s = pf_session_output_rows(handle_.get(), &grid, &rows);
+    if (s != PF_OK) return {s, pf_last_error()};
+    return rows;
+  }
+  // Qwen2.5-VL's window order for `grid` (pf_session_window_index).
+  struct WindowOrder {
+    std::vector<int64_t> window_index, reverse_index, cu_window_seqlens;
+  };
+  Expected<WindowOrder> window_order(const pf_grid& grid) const {
+    size_t groups = 0, bounds = 0;
+    pf_status s = pf_session_window_index(handle_.get(), &grid, nullptr, nullptr, 0, nullptr, 0, &groups, &bounds);
+    if (s != PF_OK) return {s, pf_last_error()};
+    WindowOrder o{std::vector<int64_t>(groups), std::vector<int64_t>(groups), std::vector<int64_t>(bounds)};
+    s = pf_session_window_index(handle_.get(), &grid, o.window_index.data(), o.reverse_index.data(), groups,
+                                o.cu_window_seqlens.data(), bounds, &groups, &bounds);
+    if (s != PF_OK) return {s, pf_last_error()};
+    return o;
   }
   Expected<pf_grid> frames_grid(size_t t, size_t height, size_t width) const {
     pf_grid g{};

@@ -15,6 +15,7 @@ struct pf_model {
   std::optional<patchfuse::MappedFile> file;  // set when opened from a path
   patchfuse::ModelView view;
   std::vector<std::string> families;  // NUL-terminated copies of each module's family name
+  std::vector<std::string> encoder_inputs;  // each module's encoder input steps (describe())
 };
 
 struct pf_session {
@@ -65,7 +66,10 @@ pf_status guarded(const char* what, F body) {
 }
 
 pf_status finish_model(std::unique_ptr<pf_model> m, pf_model** out) {
-  for (const ModuleView& mod : m->view.modules) m->families.emplace_back(mod.family->name);
+  for (const ModuleView& mod : m->view.modules) {
+    m->families.emplace_back(mod.family->name);
+    m->encoder_inputs.push_back(mod.encoder_input ? mod.encoder_input->describe() : std::string());
+  }
   *out = m.release();
   return PF_OK;
 }
@@ -248,6 +252,8 @@ pf_status pf_model_get_module(const pf_model* model, size_t index, pf_module_inf
   i.has_bias = m.bias.has_value() ? 1 : 0;
   i.eligible = eligibility_violations(g).empty() ? 1 : 0;
   i.has_preprocessing = m.preprocessing.has_value() ? 1 : 0;
+  i.encoder_input = m.encoder_input ? model->encoder_inputs[index].c_str() : nullptr;
+  i.class_rows = m.encoder_input ? static_cast<int32_t>(m.encoder_input->class_rows()) : 0;
   *out = i;
   return PF_OK;
 }
@@ -275,6 +281,7 @@ void pf_session_options_init(pf_session_options* options) {
   options->threads = 1;
   options->precision = PF_PRECISION_AUTO;
   options->path = PF_PATH_FUSED;
+  options->output_stage = PF_OUTPUT_PATCHES;
 }
 
 pf_status pf_session_create(const pf_model* model, size_t module_index, const pf_session_options* options,
@@ -309,6 +316,11 @@ pf_status pf_session_create(const pf_model* model, size_t module_index, const pf
       return fail(PF_INVALID_ARGUMENT, cat("pf_session_create: path value ", static_cast<int>(o.path), " is not a pf_path"));
     }
     so.fused = o.path == PF_PATH_FUSED;
+    if (o.output_stage != PF_OUTPUT_PATCHES && o.output_stage != PF_OUTPUT_ENCODER_INPUT) {
+      return fail(PF_INVALID_ARGUMENT, cat("pf_session_create: output_stage value ", static_cast<int>(o.output_stage),
+                                           " is not a pf_output_stage"));
+    }
+    so.output_stage = o.output_stage == PF_OUTPUT_ENCODER_INPUT ? OutputStage::kEncoderInput : OutputStage::kPatches;
     Result<std::unique_ptr<Session>> s = Session::create(model->view.modules[module_index], so);
     if (!s.ok()) return fail(s.error());
     *out = new pf_session{std::move(s).value()};
@@ -324,6 +336,51 @@ pf_status pf_session_run(pf_session* session, const float* input, size_t n, floa
   });
 }
 
+pf_status pf_session_run_grid(pf_session* session, const float* input, const pf_grid* grid, float* output) {
+  if (session == nullptr || grid == nullptr) return fail(PF_INVALID_ARGUMENT, "pf_session_run_grid: session and grid must not be null");
+  return guarded("pf_session_run_grid", [&] {
+    Status s = session->session->run_grid(input, FrameGrid{grid->t, grid->h, grid->w}, output);
+    return s.ok() ? PF_OK : fail(s.error());
+  });
+}
+
+pf_status pf_session_output_rows(const pf_session* session, const pf_grid* grid, int64_t* rows_out) {
+  if (session == nullptr || grid == nullptr || rows_out == nullptr) {
+    return fail(PF_INVALID_ARGUMENT, "pf_session_output_rows: null argument");
+  }
+  return guarded("pf_session_output_rows", [&] {
+    Result<int64_t> rows = session->session->output_rows(FrameGrid{grid->t, grid->h, grid->w});
+    if (!rows.ok()) return fail(rows.error());
+    *rows_out = *rows;
+    return PF_OK;
+  });
+}
+
+pf_status pf_session_window_index(const pf_session* session, const pf_grid* grid, int64_t* window_index,
+                                  int64_t* reverse_index, size_t index_capacity, int64_t* cu_window_seqlens,
+                                  size_t cu_capacity, size_t* index_count_out, size_t* cu_count_out) {
+  if (session == nullptr || grid == nullptr || index_count_out == nullptr || cu_count_out == nullptr) {
+    return fail(PF_INVALID_ARGUMENT, "pf_session_window_index: session, grid and the count pointers must not be null");
+  }
+  return guarded("pf_session_window_index", [&] {
+    Result<WindowOrder> o = session->session->window_order(FrameGrid{grid->t, grid->h, grid->w});
+    if (!o.ok()) return fail(o.error());
+    *index_count_out = o->window_index.size();
+    *cu_count_out = o->cu_window_seqlens.size();
+    const bool index_fits = index_capacity >= o->window_index.size() || (window_index == nullptr && reverse_index == nullptr);
+    const bool cu_fits = cu_capacity >= o->cu_window_seqlens.size() || cu_window_seqlens == nullptr;
+    if (!index_fits || !cu_fits) {
+      return fail(PF_INVALID_ARGUMENT, cat("pf_session_window_index: the grid has ", o->window_index.size(),
+                                           " merge groups and ", o->cu_window_seqlens.size(),
+                                           " window boundaries; capacities are ", index_capacity, " and ", cu_capacity));
+    }
+    if (window_index != nullptr) std::copy(o->window_index.begin(), o->window_index.end(), window_index);
+    if (reverse_index != nullptr) std::copy(o->reverse_index.begin(), o->reverse_index.end(), reverse_index);
+    if (cu_window_seqlens != nullptr) std::copy(o->cu_window_seqlens.begin(), o->cu_window_seqlens.end(), cu_window_seqlens);
+    return PF_OK;
+  });
+}
+
 pf_status pf_session_get_info(const pf_session* session, pf_session_info* out) {
   if (session == nullptr || out == nullptr) return fail(PF_INVALID_ARGUMENT, "pf_session_get_info: null argument");
   const Session& s = *session->session;
@@ -331,6 +388,7 @@ pf_status pf_session_get_info(const pf_session* session, pf_session_info* out) {
   out->precision = from_precision(s.precision());
   out->path = s.fused() ? PF_PATH_FUSED : PF_PATH_UNFUSED;
   out->threads = s.threads();
+  out->output_stage = s.output_stage() == OutputStage::kEncoderInput ? PF_OUTPUT_ENCODER_INPUT : PF_OUTPUT_PATCHES;
   out->detail = s.detail().c_str();
   out->note = s.note().c_str();
   out->isa = s.isa().c_str();
@@ -340,7 +398,7 @@ pf_status pf_session_get_info(const pf_session* session, pf_session_info* out) {
 pf_status pf_session_last_profile(const pf_session* session, pf_run_profile* out) {
   if (session == nullptr || out == nullptr) return fail(PF_INVALID_ARGUMENT, "pf_session_last_profile: null argument");
   const RunProfile& p = session->session->last_profile();
-  *out = {p.preprocess_ms, p.gather_ms, p.kernel_ms};
+  *out = {p.preprocess_ms, p.gather_ms, p.kernel_ms, p.encoder_input_ms};
   return PF_OK;
 }
 

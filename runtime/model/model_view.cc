@@ -21,6 +21,16 @@ static_assert(static_cast<int>(fb::ResizeVariant_Qwen2VL) == static_cast<int>(Re
 static_assert(static_cast<int>(fb::Layout_FusedLinear) == static_cast<int>(Layout::kFusedLinear) &&
                   static_cast<int>(fb::Layout_OriginalConv) == static_cast<int>(Layout::kOriginalConv),
               "schema Layout and runtime Layout must agree");
+static_assert(static_cast<int>(fb::PositionMode_None) == static_cast<int>(PositionMode::kNone) &&
+                  static_cast<int>(fb::PositionMode_Bicubic) == static_cast<int>(PositionMode::kBicubic) &&
+                  static_cast<int>(fb::PositionMode_BilinearAlignCorners) ==
+                      static_cast<int>(PositionMode::kBilinearAlignCorners) &&
+                  static_cast<int>(fb::PositionMode_GridSampleBicubic) == static_cast<int>(PositionMode::kGridSampleBicubic),
+              "schema PositionMode and runtime PositionMode must agree");
+static_assert(static_cast<int>(fb::NormKind_None) == static_cast<int>(NormKind::kNone) &&
+                  static_cast<int>(fb::NormKind_LayerNorm) == static_cast<int>(NormKind::kLayerNorm) &&
+                  static_cast<int>(fb::NormKind_RMSNorm) == static_cast<int>(NormKind::kRmsNorm),
+              "schema NormKind and runtime NormKind must agree");
 
 const char* layout_name(Layout layout) {
   switch (layout) {
@@ -47,8 +57,8 @@ Result<DType> to_dtype(fb::DType d, const std::string& where) {
 // Checks one tensor against the name, shape and dtype the module's geometry and layout imply.
 Result<TensorView> read_tensor(const fb::Tensor* t, const std::string& origin, const std::string& module,
                                const std::string& expect_name, const std::vector<int64_t>& expect_shape,
-                               DType expect_dtype, const uint8_t* base, size_t size) {
-  const std::string where = cat(origin, ": module ", module);
+                               DType expect_dtype, const uint8_t* base, size_t size, bool check_dtype = true) {
+  const std::string where = module.empty() ? origin : cat(origin, ": module ", module);
   PF_CHECK(t != nullptr, Code::kInvalidModel, where, ": tensor ", expect_name, " is missing");
   TensorView v;
   v.name = str(t->name());
@@ -64,7 +74,7 @@ Result<TensorView> read_tensor(const fb::Tensor* t, const std::string& origin, c
   PF_CHECK(v.shape == expect_shape, Code::kInvalidModel, where, ": tensor ", v.name, " shape ",
            format_dims(v.shape), " must be ", format_dims(expect_shape), " by the module geometry");
   PF_ASSIGN_OR_RETURN(v.dtype, to_dtype(t->dtype(), cat(where, ": tensor ", v.name)));
-  PF_CHECK(v.dtype == expect_dtype, Code::kInvalidModel, where, ": tensor ", v.name, " dtype ",
+  PF_CHECK(!check_dtype || v.dtype == expect_dtype, Code::kInvalidModel, where, ": tensor ", v.name, " dtype ",
            dtype_name(v.dtype), " must equal the module dtype ", dtype_name(expect_dtype));
   PF_CHECK(t->data() != nullptr, Code::kInvalidModel, where, ": tensor ", v.name, " has no data");
   const auto elems = checked_product(v.shape);
@@ -81,6 +91,53 @@ Result<TensorView> read_tensor(const fb::Tensor* t, const std::string& origin, c
            size - offset - v.bytes, " bytes before the end of the model; at least ", kTailSlack,
            " bytes of slack must follow every tensor");
   return v;
+}
+
+// A tensor of the encoder input: any stored dtype, a shape of `rank` 1 (a row) or 2 (a table),
+// seen as rows x cols. Absent: an empty view.
+Result<TableView> read_table(const fb::Tensor* t, const std::string& where, const char* what, size_t rank,
+                             const uint8_t* base, size_t size) {
+  TableView v;
+  if (t == nullptr) return v;
+  const std::string name = str(t->name());
+  PF_CHECK(t->shape() != nullptr && t->shape()->size() == rank, Code::kInvalidModel, where, ": encoder_input ", what,
+           " ", name, " must have rank ", rank);
+  const std::vector<int64_t> shape(t->shape()->begin(), t->shape()->end());
+  PF_ASSIGN_OR_RETURN(TensorView tv, read_tensor(t, where, "", name, shape, DType::kF32, base, size, false));
+  v.name = tv.name;
+  v.data = tv.data;
+  v.dtype = tv.dtype;
+  v.rows = rank == 1 ? 1 : shape[0];
+  v.cols = shape[rank - 1];
+  return v;
+}
+
+Result<EncoderInputSpec> read_encoder_input(const fb::EncoderInput* e, const ModuleView& m, const std::string& where,
+                                            const uint8_t* base, size_t size) {
+  EncoderInputSpec s;
+  s.refused = str(e->refused());
+  if (e->missing() != nullptr) {
+    for (const flatbuffers::String* name : *e->missing()) s.missing.push_back(name->str());
+  }
+  s.embed_dim = m.geometry.embed_dim;
+  s.merge_size = e->merge_size();
+  s.window_size = e->window_size();
+  s.patch_size = e->patch_size();
+  PF_CHECK(e->position_mode() >= fb::PositionMode_MIN && e->position_mode() <= fb::PositionMode_MAX, Code::kInvalidModel,
+           where, ": encoder_input position_mode ", static_cast<int>(e->position_mode()), " is not a known mode");
+  s.position_mode = static_cast<PositionMode>(e->position_mode());
+  s.position_side = e->position_side();
+  PF_CHECK(e->norm() >= fb::NormKind_MIN && e->norm() <= fb::NormKind_MAX, Code::kInvalidModel, where,
+           ": encoder_input norm ", static_cast<int>(e->norm()), " is not a known norm");
+  s.norm = static_cast<NormKind>(e->norm());
+  s.norm_eps = e->norm_eps();
+  s.norm_before_position = e->norm_before_position();
+  PF_ASSIGN_OR_RETURN(s.position, read_table(e->position(), where, "position table", 2, base, size));
+  PF_ASSIGN_OR_RETURN(s.class_embedding, read_table(e->class_embedding(), where, "class embedding", 1, base, size));
+  PF_ASSIGN_OR_RETURN(s.norm_weight, read_table(e->norm_weight(), where, "norm weight", 1, base, size));
+  PF_ASSIGN_OR_RETURN(s.norm_bias, read_table(e->norm_bias(), where, "norm bias", 1, base, size));
+  PF_RETURN_IF_ERROR(s.check(where));
+  return s;
 }
 
 Result<ModuleView> read_module(const fb::Module* m, const std::string& origin, const uint8_t* base, size_t size) {
@@ -160,6 +217,9 @@ Result<ModuleView> read_module(const fb::Module* m, const std::string& origin, c
     const std::string bias_name = fused ? fused_bias_name(*v.family, v.path) : conv_bias_name(*v.family, v.path);
     PF_ASSIGN_OR_RETURN(v.bias, read_tensor(m->bias(), origin, v.path, bias_name, {v.geometry.embed_dim}, v.dtype,
                                             base, size));
+  }
+  if (const fb::EncoderInput* e = m->encoder_input()) {
+    PF_ASSIGN_OR_RETURN(v.encoder_input, read_encoder_input(e, v, where, base, size));
   }
   return v;
 }

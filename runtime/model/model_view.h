@@ -12,6 +12,7 @@
 
 #include "runtime/core/dtype.h"
 #include "runtime/core/result.h"
+#include "runtime/encoder_input/encoder_input.h"
 #include "runtime/frames/preprocessing.h"
 #include "runtime/rules/fusion_rules.h"
 
@@ -40,6 +41,7 @@ struct ModuleView {
   TensorView weight;
   std::optional<TensorView> bias;
   std::optional<Preprocessing> preprocessing;  // passed check_preprocessing against `geometry`
+  std::optional<EncoderInputSpec> encoder_input;  // passed EncoderInputSpec::check; none in older files
 };
 
 struct ModelView {

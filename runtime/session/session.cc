@@ -57,6 +57,14 @@ Result<const Backend*> pick_backend(const SessionOptions& o) {
 
 }  // namespace
 
+const char* output_stage_name(OutputStage s) {
+  switch (s) {
+    case OutputStage::kPatches: return "patches";
+    case OutputStage::kEncoderInput: return "encoder-input";
+  }
+  return "?";
+}
+
 Result<std::unique_ptr<Session>> Session::create(const ModuleView& module, const SessionOptions& o) {
   PF_CHECK(o.threads >= 1 && o.threads <= 1024, Code::kInvalidArgument, "threads ", o.threads,
            " must be between 1 and 1024");
@@ -65,6 +73,12 @@ Result<std::unique_ptr<Session>> Session::create(const ModuleView& module, const
   PF_CHECK(eligible.ok(), Code::kUnsupported, eligible.error().message);
 
   std::unique_ptr<Session> s(new Session());
+  if (o.output_stage == OutputStage::kEncoderInput) {
+    PF_CHECK(module.encoder_input.has_value(), Code::kUnsupported, "output stage encoder-input: module ", module.path,
+             " stores no encoder input steps (converted by a patchfuse before 0.3: convert the checkpoint again)");
+    PF_RETURN_IF_ERROR(encoder_input_available(*module.encoder_input, module.path));
+    s->encoder_ = &*module.encoder_input;
+  }
   s->module_ = module;
   s->module_.geometry = as_conv3d(module.geometry);
   s->fused_ = o.fused;
@@ -160,12 +174,74 @@ void Session::gather_on_threads(FramesKernel& k, const uint8_t* const* frames, s
   });
 }
 
+Result<const GridTerms*> Session::grid_terms(int64_t h, int64_t w) {
+  ++runs_;
+  for (auto& [used, terms] : terms_) {
+    if (terms.h == h && terms.w == w) {
+      used = runs_;
+      return &terms;
+    }
+  }
+  PF_ASSIGN_OR_RETURN(GridTerms made, timed(profile_.encoder_input_ms, [&] { return make_grid_terms(*encoder_, h, w); }));
+  if (terms_.size() == kCachedGrids) {
+    terms_.erase(std::min_element(terms_.begin(), terms_.end(), [](const auto& a, const auto& b) { return a.first < b.first; }));
+  }
+  terms_.emplace_back(runs_, std::move(made));
+  return &terms_.back().second;
+}
+
+size_t Session::cached_terms_bytes() const {
+  size_t bytes = 0;
+  for (const auto& entry : terms_) bytes += entry.second.bytes();
+  return bytes;
+}
+
+Result<int64_t> Session::output_rows(const FrameGrid& g) const {
+  PF_CHECK(g.t >= 1 && g.h >= 1 && g.w >= 1, Code::kInvalidArgument, "grid ", g.t, "x", g.h, "x", g.w,
+           ": t, h and w must be at least 1");
+  if (!encoder_) return g.rows();
+  PF_CHECK(g.h % encoder_->merge_size == 0 && g.w % encoder_->merge_size == 0, Code::kInvalidArgument, "grid ", g.t, "x",
+           g.h, "x", g.w, ": h and w must be multiples of the merge size ", encoder_->merge_size);
+  return g.t * frame_rows(*encoder_, g.h, g.w);
+}
+
+Result<WindowOrder> Session::window_order(const FrameGrid& g) const {
+  PF_CHECK(module_.encoder_input.has_value(), Code::kUnsupported, "window order: module ", module_.path,
+           " stores no encoder input steps (converted by a patchfuse before 0.3)");
+  return patchfuse::window_order(*module_.encoder_input, g.t, g.h, g.w);
+}
+
+template <class Run>
+Status Session::run_and_finish(Kernel& kernel, const FrameGrid& g, int64_t t, int64_t first, size_t n, float* output,
+                               const Run& run) {
+  const auto embed = static_cast<size_t>(module_.geometry.embed_dim);
+  if (!encoder_) {
+    return timed(profile_.kernel_ms, [&] { return run(output + static_cast<size_t>(t * g.h * g.w + first) * embed); });
+  }
+  PF_ASSIGN_OR_RETURN(const GridTerms* terms, grid_terms(g.h, g.w));
+  float* frame_out = output + static_cast<size_t>(t * frame_rows(*encoder_, g.h, g.w)) * embed;
+  float* rows = frame_out + static_cast<size_t>(encoder_->class_rows() + first) * embed;
+  if (!terms->slot.empty()) {
+    window_rows_.resize(n * embed);
+    rows = window_rows_.data();
+  }
+  PF_RETURN_IF_ERROR(timed(profile_.kernel_ms, [&] { return run(rows); }));
+  const size_t parts = std::min<size_t>(n, static_cast<size_t>(kernel.threads()));
+  timed(profile_.encoder_input_ms, [&] {
+    kernel.parallelize(parts, [&](size_t i) {
+      const size_t begin = n * i / parts, end = n * (i + 1) / parts;
+      finish_rows(*encoder_, *terms, first + static_cast<int64_t>(begin), static_cast<int64_t>(end - begin),
+                  rows + begin * embed, frame_out);
+    });
+  });
+  return {};
+}
+
 template <class Gather>
 Status Session::gather_and_run(FramesKernel& k, const FrameGrid& g, float* output, const Gather& gather) {
   // Rows in the kernel's own input type: a bf16 kernel gets bf16 rows, with no f32 pass between.
   const int64_t blocks = gather_block_count(g, *module_.preprocessing), blocks_per_t = blocks / g.t;
   const auto rows_per_block = static_cast<size_t>(g.rows() / blocks), row_values = static_cast<size_t>(k.folded.k);
-  const auto embed = static_cast<size_t>(module_.geometry.embed_dim);
   const auto chunks = [&](auto& buffer, const auto& run) -> Status {
     const size_t block_bytes = rows_per_block * row_values * sizeof(buffer[0]);
     const auto per_chunk = static_cast<int64_t>(std::clamp<size_t>(kChunkBytes / block_bytes, 1, static_cast<size_t>(blocks_per_t)));
@@ -175,9 +251,8 @@ Status Session::gather_and_run(FramesKernel& k, const FrameGrid& g, float* outpu
         const int64_t e = std::min(b + per_chunk, (gt + 1) * blocks_per_t);
         gather(b, e, buffer.data());
         const size_t n = static_cast<size_t>(e - b) * rows_per_block;
-        PF_RETURN_IF_ERROR(timed(profile_.kernel_ms, [&] {
-          return run(buffer.data(), n, output + static_cast<size_t>(b) * rows_per_block * embed);
-        }));
+        const auto first = static_cast<int64_t>(static_cast<size_t>(b - gt * blocks_per_t) * rows_per_block);
+        PF_RETURN_IF_ERROR(run_and_finish(*k.kernel, g, gt, first, n, output, [&](float* out) { return run(buffer.data(), n, out); }));
       }
     }
     return {};
@@ -324,6 +399,8 @@ Status Session::run(const float* input, size_t n, float* output) {
            "run: precision int8 takes frames only (pf_session_run_frames): float pixel_values would need a lossy "
            "quantization of the inputs, while uint8 pixels are exact");
   PF_CHECK(n > 0, Code::kInvalidArgument, "run: N = 0; at least one patch is needed");
+  PF_CHECK(!encoder_, Code::kInvalidArgument, "run: output stage encoder-input needs the rows' grid (image_grid_thw) ",
+           "for its position terms and row order: use pf_session_run_grid");
   const auto in_count = checked_mul(n, static_cast<uint64_t>(module_.patch_volume));
   const auto out_count = checked_mul(n, static_cast<uint64_t>(module_.geometry.embed_dim));
   PF_CHECK(in_count && out_count && *in_count <= SIZE_MAX / sizeof(float) && *out_count <= SIZE_MAX / sizeof(float),
@@ -338,6 +415,44 @@ Status Session::run(const float* input, size_t n, float* output) {
   } catch (const std::bad_alloc&) {
     return make_error(Code::kOutOfMemory, cat("run: out of memory for N = ", n));
   }
+}
+
+Status Session::run_grid(const float* input, const FrameGrid& g, float* output) {
+  PF_CHECK(input != nullptr && output != nullptr, Code::kInvalidArgument, "run_grid: input and output must not be null");
+  PF_CHECK(precision_ != Precision::kInt8, Code::kUnsupported,
+           "run_grid: precision int8 takes frames only: float pixel_values would need a lossy quantization");
+  PF_ASSIGN_OR_RETURN(const int64_t out_rows, output_rows(g));
+  if (!encoder_) return run(input, static_cast<size_t>(g.rows()), output);
+  PF_CHECK(g.t <= (int64_t{1} << 20) && g.h <= (int64_t{1} << 20) && g.w <= (int64_t{1} << 20), Code::kInvalidArgument,
+           "run_grid: grid ", g.t, "x", g.h, "x", g.w, " must have sides of at most 2^20");
+  const auto k = static_cast<size_t>(module_.patch_volume);
+  const auto rows_per_frame = static_cast<size_t>(g.h * g.w);
+  PF_CHECK(checked_mul(static_cast<uint64_t>(g.rows()), k).value_or(UINT64_MAX) <= SIZE_MAX / sizeof(float),
+           Code::kInvalidArgument, "run_grid: grid ", g.t, "x", g.h, "x", g.w, " overflows the address space");
+  const auto* in_begin = reinterpret_cast<const char*>(input);
+  const auto* out_begin = reinterpret_cast<const char*>(output);
+  const size_t in_bytes = static_cast<size_t>(g.rows()) * k * sizeof(float);
+  const size_t out_bytes = static_cast<size_t>(out_rows) * static_cast<size_t>(module_.geometry.embed_dim) * sizeof(float);
+  PF_CHECK(!(in_begin < out_begin + out_bytes && out_begin < in_begin + in_bytes), Code::kInvalidArgument,
+           "run_grid: output overlaps input");
+  profile_ = {};
+  // A chunk of about kChunkBytes of input rows at a time, so the epilogue finds the kernel's
+  // output rows in cache; whole rows of merge blocks, so window slots stay within a frame.
+  const auto block = static_cast<size_t>(encoder_->merge_size * encoder_->merge_size);
+  const size_t per_chunk = std::clamp<size_t>(kChunkBytes / (k * sizeof(float)) / block, 1, rows_per_frame / block) * block;
+  try {
+    for (int64_t t = 0; t < g.t; ++t) {
+      for (size_t first = 0; first < rows_per_frame; first += per_chunk) {
+        const size_t n = std::min(per_chunk, rows_per_frame - first);
+        const float* in = input + (static_cast<size_t>(t) * rows_per_frame + first) * k;
+        PF_RETURN_IF_ERROR(run_and_finish(*kernel_, g, t, static_cast<int64_t>(first), n, output,
+                                          [&](float* out) { return kernel_->run(in, n, out); }));
+      }
+    }
+  } catch (const std::bad_alloc&) {
+    return make_error(Code::kOutOfMemory, cat("run_grid: out of memory for grid ", g.t, "x", g.h, "x", g.w));
+  }
+  return {};
 }
 
 }  // namespace patchfuse

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "runtime/backends/backend.h"
+#include "runtime/encoder_input/encoder_input.h"
 #include "runtime/frames/pixel_formats.h"
 #include "runtime/frames/preprocessing.h"
 #include "runtime/frames/resize.h"
@@ -21,13 +22,20 @@ struct RunProfile {
   double preprocess_ms = 0;  // pixel format conversion, resize and crop (images)
   double gather_ms = 0;      // patch rows from frames, in the kernel's input type
   double kernel_ms = 0;      // the projection
+  double encoder_input_ms = 0;  // the encoder input's epilogue (and its grid terms, when new)
 };
+
+// What a run writes: the patch embedding (the conv's output), or the vision encoder's input (the
+// first block's input in Hugging Face's row order: runtime/encoder_input/).
+enum class OutputStage : uint8_t { kPatches = 0, kEncoderInput = 1 };
+const char* output_stage_name(OutputStage s);  // "patches", "encoder-input"
 
 struct SessionOptions {
   std::optional<BackendId> backend;      // nullopt: auto
   int threads = 1;
   std::optional<Precision> precision;    // nullopt: auto
   bool fused = true;
+  OutputStage output_stage = OutputStage::kPatches;
 };
 
 class Session {
@@ -37,7 +45,16 @@ class Session {
 
   // Checks the arguments, then runs the kernel. Not thread-safe: one thread at a time. int8
   // sessions refuse it: float inputs would need lossy quantization (they take frames only).
+  // Patches only: encoder-input sessions need the grid (run_grid).
   Status run(const float* input, size_t n, float* output);
+  // pixel_values rows of `grid` (t * h * w rows in the processor's order) into output_rows(grid)
+  // rows of the session's output stage.
+  Status run_grid(const float* input, const FrameGrid& grid, float* output);
+  // Output rows for a grid: t * h * w, plus a class row per image for encoder-input sessions of
+  // models with one. Checks the grid against the model (merge blocks) for encoder-input sessions.
+  Result<int64_t> output_rows(const FrameGrid& grid) const;
+  // Qwen2.5-VL's window_index, its reverse and cu_window_seqlens for `grid`.
+  Result<WindowOrder> window_order(const FrameGrid& grid) const;
 
   // The frames path: uint8 RGB frames through the model's preprocessing, folded into the weights.
   // A still image (t = 1) uses the weights summed over time (K = C*P*P), a video the full K.
@@ -66,6 +83,9 @@ class Session {
   const std::string& isa() const { return isa_; }
   const std::string& note() const { return note_; }
   const RunProfile& last_profile() const { return profile_; }
+  OutputStage output_stage() const { return encoder_ ? OutputStage::kEncoderInput : OutputStage::kPatches; }
+  // Bytes held by the cached grid terms (a few grids; see kCachedGrids).
+  size_t cached_terms_bytes() const;
 
  private:
   Session() = default;
@@ -83,6 +103,15 @@ class Session {
   // cache when the kernel reads them: gathering a 1080p frame's 23 MB of f32 rows first and then
   // running the GEMM made the gather memory-bound.
   static constexpr size_t kChunkBytes = size_t{1} << 20;
+  // Runs `run(out)` for rows [first, first + n) of frame `t` of `grid`, where `out` is where the
+  // kernel writes them: the output itself, or (window order) a scratch chunk; then the encoder
+  // input's epilogue on `kernel`'s threads.
+  template <class Run>
+  Status run_and_finish(Kernel& kernel, const FrameGrid& grid, int64_t t, int64_t first, size_t n, float* output,
+                        const Run& run);
+  // The grid terms of an h x w frame, made on first use and kept for the kCachedGrids most recent grids.
+  static constexpr size_t kCachedGrids = 4;
+  Result<const GridTerms*> grid_terms(int64_t h, int64_t w);
   template <class Gather>
   Status gather_and_run(FramesKernel& k, const FrameGrid& grid, float* output, const Gather& gather);
   // Gathers blocks [begin, end) of `grid` from `frames` into `rows` (block `begin` first), one
@@ -115,6 +144,10 @@ class Session {
   std::unique_ptr<Kernel> kernel_;  // pixel_values; null in int8 sessions
   std::string detail_, isa_, note_;
   RunProfile profile_;  // the last run's; each run starts it from zero
+  const EncoderInputSpec* encoder_ = nullptr;  // encoder-input sessions: the model's spec
+  std::vector<std::pair<uint64_t, GridTerms>> terms_;  // (last use, terms), kCachedGrids at most
+  uint64_t runs_ = 0;
+  std::vector<float> window_rows_;  // window order: a chunk of kernel rows before they go to their slots
 };
 
 }  // namespace patchfuse

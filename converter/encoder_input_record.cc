@@ -1,0 +1,91 @@
+#include "converter/encoder_input_record.h"
+
+#include <cmath>
+
+#include "runtime/core/checked_math.h"
+
+namespace patchfuse {
+
+namespace {
+
+// `relative` below the parent of `module`; each leading "../" goes one level further up.
+std::string beside(const std::string& module, std::string_view relative) {
+  std::string base = module;
+  const auto up = [&] {
+    const size_t dot = base.find_last_of('.');
+    base = dot == std::string::npos ? std::string() : base.substr(0, dot);
+  };
+  up();
+  while (relative.substr(0, 3) == "../") {
+    up();
+    relative.remove_prefix(3);
+  }
+  return base.empty() ? std::string(relative) : base + "." + std::string(relative);
+}
+
+}  // namespace
+
+Result<EncoderInputRecord> encoder_input_record(Checkpoint& ckpt, const Architecture& arch, const VisionConfig& config,
+                                                const std::string& module, const ConvGeometry& geometry,
+                                                std::vector<std::string>& notes) {
+  const EncoderSteps& steps = arch.encoder;
+  const int64_t d = geometry.embed_dim;
+  EncoderInputRecord r;
+  r.refused = steps.refused;
+  if (!r.refused.empty()) return r;
+  r.merge_size = steps.merge_order ? config.spatial_merge_size.value_or(2) : 1;
+  if (steps.window) {
+    r.window_size = config.window_size.value_or(112);  // Qwen2_5_VLVisionConfig's default
+    r.patch_size = geometry.kernel.back();
+    PF_CHECK(r.window_size / r.merge_size / r.patch_size >= 1, Code::kInvalidModel, config.file, ": window_size ",
+             r.window_size, " is smaller than one ", r.merge_size, "x", r.merge_size, " merge group of ", r.patch_size,
+             "-pixel patches");
+  }
+  // Reads a step's tensor of `elements` values (0: any multiple of embed_dim) as `shape`, or
+  // lists it as missing.
+  const auto take = [&](std::string_view relative, const char* what, int64_t elements,
+                        bool table) -> Result<std::optional<TensorRecord>> {
+    const std::string name = beside(module, relative);
+    if (!ckpt.has(name)) {
+      r.missing.push_back(name);
+      return std::optional<TensorRecord>();
+    }
+    PF_ASSIGN_OR_RETURN(CheckpointTensor t, ckpt.tensor(name));
+    const auto count = checked_product(t.entry->shape).value_or(0);
+    const bool fits = table ? count > 0 && count % d == 0 : count == elements;
+    PF_CHECK(fits, Code::kInvalidModel, *t.file, ": tensor ", name, " (the ", what, ") has shape ",
+             format_dims(t.entry->shape), "; it must hold ", table ? cat("rows of embed_dim ", d) : cat(d, " values"));
+    std::vector<int64_t> shape = table ? std::vector<int64_t>{count / d, d} : std::vector<int64_t>{d};
+    PF_ASSIGN_OR_RETURN(TensorRecord rec, read_tensor(ckpt, name, name, std::move(shape), std::nullopt, notes));
+    return std::optional<TensorRecord>(std::move(rec));
+  };
+  if (!steps.class_embedding.empty()) {
+    PF_ASSIGN_OR_RETURN(r.class_embedding, take(steps.class_embedding, "class embedding", d, false));
+  }
+  const bool position_on = steps.position_switch.empty() || config.use_absolute_position_embeddings.value_or(true);
+  if (!steps.position.empty() && position_on) {
+    r.position_mode = steps.position_mode;
+    PF_ASSIGN_OR_RETURN(r.position, take(steps.position, "position table", 0, true));
+    if (r.position) {
+      const int64_t class_rows = steps.class_embedding.empty() ? 0 : 1;
+      const int64_t grid_rows = r.position->shape[0] - class_rows;
+      const auto side = static_cast<int64_t>(std::llround(std::sqrt(static_cast<double>(std::max<int64_t>(grid_rows, 0)))));
+      PF_CHECK(grid_rows > 0 && side * side == grid_rows, Code::kInvalidModel, config.file, ": tensor ", r.position->name,
+               " has ", r.position->shape[0], " rows; after ", class_rows, " class rows they must be a square grid");
+      r.position_side = side;
+    }
+  }
+  if (steps.norm != NormKind::kNone) {
+    r.norm = steps.norm;
+    r.norm_before_position = steps.norm_before_position;
+    const std::optional<double>& configured = steps.eps_key == "rms_norm_eps" ? config.rms_norm_eps : config.layer_norm_eps;
+    r.norm_eps = static_cast<float>(steps.eps_key.empty() ? steps.eps : configured.value_or(steps.eps));
+    PF_ASSIGN_OR_RETURN(r.norm_weight, take(steps.norm_weight, "norm weight", d, false));
+    if (!steps.norm_bias.empty()) {
+      PF_ASSIGN_OR_RETURN(r.norm_bias, take(steps.norm_bias, "norm bias", d, false));
+    }
+  }
+  return r;
+}
+
+}  // namespace patchfuse
