@@ -42,6 +42,7 @@ class Row {
     a_.encoder.position_switch = config_switch;
     return *this;
   }
+  Row& sample_side(int64_t side) { return a_.encoder.sample_side = side, *this; }
   Row& class_row(std::string_view embedding) { return a_.encoder.class_embedding = embedding, *this; }
   Row& norm(NormKind kind, std::string_view weight, std::string_view bias, std::string_view eps_key, double eps) {
     a_.encoder.norm = kind;
@@ -104,32 +105,37 @@ const std::vector<Architecture>& architectures() {
           .module("model.visual.patch_embed", "Qwen3VLVisionPatchEmbed")
           .bias()
           .width(1152)
-          .position("pos_embed.weight", PositionMode::kBilinearAlignCorners),
+          .position("pos_embed.weight", PositionMode::kBilinearAlignCorners)
+          .sample_side(48),
       conv3d("qwen3_vl_moe", 2, 16)
           .module("model.visual.patch_embed", "Qwen3VLMoeVisionPatchEmbed")
           .bias()
           .width(1152)
-          .position("pos_embed.weight", PositionMode::kBilinearAlignCorners),
+          .position("pos_embed.weight", PositionMode::kBilinearAlignCorners)
+          .sample_side(48),
       conv3d("qwen3_omni_moe", 2, 16)
           .config_at("thinker_config.vision_config")
           .module("thinker.visual.patch_embed", "Qwen3OmniMoeVisionPatchEmbed")
           .bias()
           .width(1152)
-          .position("pos_embed.weight", PositionMode::kBilinearAlignCorners),
+          .position("pos_embed.weight", PositionMode::kBilinearAlignCorners)
+          .sample_side(48),
       conv3d("glm4v", 2, 14)
           .module("model.visual.patch_embed", "Glm4vVisionPatchEmbed")
           .bias()
           .width(1536)
           .processor("Glm4vImageProcessor")
           .norm(NormKind::kRmsNorm, "post_conv_layernorm.weight", "", "rms_norm_eps", 1e-5)
-          .position("embeddings.position_embedding.weight", PositionMode::kGridSampleBicubic),
+          .position("embeddings.position_embedding.weight", PositionMode::kGridSampleBicubic)
+          .sample_side(24),
       conv3d("glm4v_moe", 2, 14)
           .module("model.visual.patch_embed", "Glm4vMoeVisionPatchEmbed")
           .bias()
           .width(1536)
           .processor("Glm4vImageProcessor")
           .norm(NormKind::kRmsNorm, "post_conv_layernorm.weight", "", "rms_norm_eps", 1e-5)
-          .position("embeddings.position_embedding.weight", PositionMode::kGridSampleBicubic),
+          .position("embeddings.position_embedding.weight", PositionMode::kGridSampleBicubic)
+          .sample_side(24),
 
       // Conv2d. SigLIP so400m (google/siglip-so400m-patch14-384) and its standalone vision model.
       siglip(conv2d("siglip", 14).module("vision_model.embeddings.patch_embedding", "Conv2d").bias().width(1152).processor("SiglipImageProcessor", 384)),
@@ -148,7 +154,8 @@ const std::vector<Architecture>& architectures() {
                .processor("CLIPImageProcessor", 224)),
       // ViT (google/vit-base-patch16-224) and DINOv2 (facebook/dinov2-base): top-level configs.
       vit(conv2d("vit", 16).config_at("").module("vit.embeddings.patch_embeddings.projection", "Conv2d").bias().width(768).processor("ViTImageProcessor", 224)),
-      vit(conv2d("dinov2", 14).config_at("").module("embeddings.patch_embeddings.projection", "Conv2d").bias().width(768).processor("BitImageProcessor", 224)),
+      vit(conv2d("dinov2", 14).config_at("").module("embeddings.patch_embeddings.projection", "Conv2d").bias().width(768).processor("BitImageProcessor", 224))
+          .sample_side(37),
       // SigLIP towers inside VLMs: Gemma 3 (gemma-3-4b-it), PaliGemma (paligemma-3b-pt-224),
       // Idefics3 (Idefics3-8B-Llama3), SmolVLM (SmolVLM2-256M, SigLIP base patch16),
       // LLaVA-OneVision (llava-onevision-qwen2-0.5b-ov-hf), Phi-4-multimodal (transformers port).
@@ -180,6 +187,20 @@ const std::vector<Architecture>& architectures() {
           .refuse("its tile and position terms are gated and chosen by the aspect-ratio id of a tiled image (MllamaVisionModel), not computed yet"),
   };
   return table;
+}
+
+std::string encoder_tensor_name(const std::string& module, std::string_view relative) {
+  std::string base = module;
+  const auto up = [&] {
+    const size_t dot = base.find_last_of('.');
+    base = dot == std::string::npos ? std::string() : base.substr(0, dot);
+  };
+  up();
+  while (relative.substr(0, 3) == "../") {
+    up();
+    relative.remove_prefix(3);
+  }
+  return base.empty() ? std::string(relative) : base + "." + std::string(relative);
 }
 
 const Architecture* find_architecture(std::string_view model_type) {

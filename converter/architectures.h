@@ -29,7 +29,13 @@ struct EncoderSteps {
   std::string_view eps_key;            // config field of the norm's eps, or "" for a fixed one
   double eps = 0;                      // its default
   bool norm_before_position = false;
+  int64_t sample_side = 0;             // the position table's side in the reference checkpoint (sample
+                                       // generator); 0: image_size / patch
 };
+
+// A step's tensor name for the patch embedding at `module`: `relative` below the module's parent,
+// each leading "../" one level further up.
+std::string encoder_tensor_name(const std::string& module, std::string_view relative);
 
 struct Architecture {
   std::string_view model_type;

@@ -6,25 +6,6 @@
 
 namespace patchfuse {
 
-namespace {
-
-// `relative` below the parent of `module`; each leading "../" goes one level further up.
-std::string beside(const std::string& module, std::string_view relative) {
-  std::string base = module;
-  const auto up = [&] {
-    const size_t dot = base.find_last_of('.');
-    base = dot == std::string::npos ? std::string() : base.substr(0, dot);
-  };
-  up();
-  while (relative.substr(0, 3) == "../") {
-    up();
-    relative.remove_prefix(3);
-  }
-  return base.empty() ? std::string(relative) : base + "." + std::string(relative);
-}
-
-}  // namespace
-
 Result<EncoderInputRecord> encoder_input_record(Checkpoint& ckpt, const Architecture& arch, const VisionConfig& config,
                                                 const std::string& module, const ConvGeometry& geometry,
                                                 std::vector<std::string>& notes) {
@@ -45,7 +26,7 @@ Result<EncoderInputRecord> encoder_input_record(Checkpoint& ckpt, const Architec
   // lists it as missing.
   const auto take = [&](std::string_view relative, const char* what, int64_t elements,
                         bool table) -> Result<std::optional<TensorRecord>> {
-    const std::string name = beside(module, relative);
+    const std::string name = encoder_tensor_name(module, relative);
     if (!ckpt.has(name)) {
       r.missing.push_back(name);
       return std::optional<TensorRecord>();

@@ -73,6 +73,27 @@ Status write_sample_checkpoint(const std::string& dir, const SampleSpec& spec) {
   if (a.bias) tensors.push_back(random_tensor(rng, conv_bias_name(family, pe), {out}, spec.dtype, 0.5f, spec.shards - 1));
   tensors.push_back(random_tensor(rng, prefix + ".blocks.0.norm1.weight", {out}, spec.dtype, 1.0f, spec.shards - 1));
   tensors.push_back(random_tensor(rng, "model.embed_tokens.weight", {32, 64}, spec.dtype, 1.0f, spec.shards - 1));
+  // The encoder input's tensors, beside the patch embedding as the architecture names them. ViT's
+  // naming keeps its leading batch axes ([1, 1, D], [1, rows, D]).
+  const EncoderSteps& steps = a.encoder;
+  const int64_t ph = a.kernel[a.kernel.size() - 2];
+  const int64_t side = steps.sample_side > 0 ? steps.sample_side : (a.image_size > 0 ? a.image_size : 16 * ph) / ph;
+  const auto with_batch = [](std::string_view name, std::vector<int64_t> shape) {
+    if (name.substr(0, 3) == "../") shape.insert(shape.begin(), shape.size() == 1 ? 2 : 1, 1);
+    return shape;
+  };
+  if (!steps.class_embedding.empty()) {
+    tensors.push_back(random_tensor(rng, encoder_tensor_name(pe, steps.class_embedding), with_batch(steps.class_embedding, {out}),
+                                    spec.dtype, 1.0f, spec.shards - 1));
+  }
+  if (!steps.position.empty()) {
+    const int64_t rows = (steps.class_embedding.empty() ? 0 : 1) + side * side;
+    tensors.push_back(random_tensor(rng, encoder_tensor_name(pe, steps.position), with_batch(steps.position, {rows, out}),
+                                    spec.dtype, 0.5f, spec.shards - 1));
+  }
+  for (std::string_view norm : {steps.norm_weight, steps.norm_bias}) {
+    if (!norm.empty()) tensors.push_back(random_tensor(rng, encoder_tensor_name(pe, norm), {out}, spec.dtype, 1.0f, spec.shards - 1));
+  }
 
   nlohmann::ordered_json weight_map = nlohmann::ordered_json::object();
   size_t total_size = 0;
@@ -93,7 +114,7 @@ Status write_sample_checkpoint(const std::string& dir, const SampleSpec& spec) {
     PF_RETURN_IF_ERROR(write_text(dir + "/model.safetensors.index.json", index.dump(2) + "\n"));
   }
 
-  const int64_t ph = a.kernel[a.kernel.size() - 2], pw = a.kernel.back();
+  const int64_t pw = a.kernel.back();
   const nlohmann::ordered_json patch_size =
       ph == pw ? nlohmann::ordered_json(ph) : nlohmann::ordered_json(std::vector<int64_t>{ph, pw});
   nlohmann::ordered_json vision = {{"depth", 2},
@@ -103,6 +124,9 @@ Status write_sample_checkpoint(const std::string& dir, const SampleSpec& spec) {
   if (conv3d) {
     vision["temporal_patch_size"] = a.kernel[0];
     vision["spatial_merge_size"] = 2;
+    if (steps.position_mode == PositionMode::kBilinearAlignCorners) vision["num_position_embeddings"] = side * side;
+    if (steps.position_mode == PositionMode::kGridSampleBicubic) vision["image_size"] = side * ph;
+    if (steps.window) vision["window_size"] = 112;
   } else {
     vision["image_size"] = a.image_size > 0 ? a.image_size : 16 * ph;
   }

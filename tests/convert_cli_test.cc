@@ -173,6 +173,32 @@ TEST(ConvertCli, ProcessorWithoutAFixedSizeIsNoted) {
   EXPECT_TRUE(j["modules"][0]["preprocessing"].is_null());
 }
 
+// inspect lists the steps of each model type's encoder input, as text and as JSON, in Hugging
+// Face's order, with the tensors found beside the patch embedding (ViT's naming one level up).
+TEST(ConvertCli, InspectListsTheEncoderInputSteps) {
+  const std::vector<std::pair<const char*, const char*>> cases = {
+      {"qwen2_vl", "none (the patch embedding is the encoder input)"},
+      {"qwen2_5_vl", "window order (112 px windows of 2x2 merge groups)"},
+      {"qwen3_vl", "+ position (model.visual.pos_embed.weight, 48x48, bilinear_align_corners)"},
+      {"glm4v", "RMSNorm (model.visual.post_conv_layernorm.weight, eps 1e-05), + position "
+                "(model.visual.embeddings.position_embedding.weight, 24x24, grid_sample_bicubic)"},
+      {"clip", "class row first (vision_model.embeddings.class_embedding), + position "
+               "(vision_model.embeddings.position_embedding.weight, 16x16, bicubic), LayerNorm (vision_model.pre_layrnorm.weight"},
+      {"dinov2", "class row first (embeddings.cls_token), + position (embeddings.position_embeddings, 37x37, bicubic)"},
+      {"mllama", "not computed: its tile and position terms are gated"}};
+  for (const auto& [type, steps] : cases) {
+    SCOPED_TRACE(type);
+    TempDir dir;
+    make_sample(dir / "ckpt", type, DType::kF32, 1, 16);
+    const Architecture& a = *find_architecture(type);
+    ASSERT_EQ(convert_cli("convert " + dir / "ckpt" + " -o " + (dir / "m.pfb") + " --fusion " + std::string(a.family)).exit_code, 0);
+    const CommandResult text = convert_cli("inspect " + (dir / "m.pfb"));
+    EXPECT_NE(text.out.find(std::string("  encoder input  ") + steps), std::string::npos) << text.out;
+    const auto j = nlohmann::json::parse(convert_cli("inspect --json " + (dir / "m.pfb")).out)["modules"][0]["encoder_input"];
+    EXPECT_NE(j["steps"].get<std::string>().find(steps), std::string::npos) << j.dump();
+  }
+}
+
 // inspect shows how videos are sized: the stored video rule, or "as images" without one.
 TEST(ConvertCli, InspectShowsTheVideoRule) {
   TempDir dir;

@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "converter/sample_checkpoint.h"
@@ -307,6 +308,61 @@ TEST(ToolVersions, EveryToolAnswersVersion) {
     EXPECT_EQ(r.exit_code, 0) << bin << ": " << r.err;
     EXPECT_NE(r.out.find(" " PATCHFUSE_VERSION), std::string::npos) << bin << ": " << r.out;
   }
+}
+
+// The encoder-input issue's acceptance check: patchfuse-run --output-stage encoder-input agrees
+// with Hugging Face's block-0 input (tests/fixtures/encoder_input: each model type's embedding
+// module re-implemented in PyTorch, float64) within 1e-5 of max |ref| in f32, on pixel_values
+// rows with --grid and on images (--image, --frames: PNGs of the fixture's frames, already at the
+// processor's size), on the reference backend and the default one.
+TEST_F(RunCli, EncoderInputMatchesPytorchOnRowsAndImages) {
+  for (const char* preset : {"qwen2_5_vl", "qwen3_vl", "glm4v", "siglip", "clip", "dinov2"}) {
+    SCOPED_TRACE(preset);
+    const std::string fixture = std::string(PATCHFUSE_ENCODER_INPUT_DIR) + "/" + preset;
+    ASSERT_NO_FATAL_FAILURE(convert(fixture, std::string(preset) + ".pfb", "--fusion patch_embeddings --fusion conv2d_patch_embeddings"));
+    nlohmann::json cases;
+    std::ifstream(fixture + "/cases.json") >> cases;
+    for (const auto& c : cases) {
+      const std::string name = c["name"];
+      std::string source;
+      if (c.contains("rows")) {
+        source = " --input " + fixture + "/" + c["rows"].get<std::string>() + " --grid " + std::to_string(c["grid"][0].get<int>()) +
+                 "x" + std::to_string(c["grid"][1].get<int>()) + "x" + std::to_string(c["grid"][2].get<int>());
+      } else {
+        const NpyArray frames = read_npy(fixture + "/" + c["frames"].get<std::string>()).value();
+        const auto h = static_cast<size_t>(frames.shape[1]), w = static_cast<size_t>(frames.shape[2]);
+        std::string files;
+        for (int64_t f = 0; f < frames.shape[0]; ++f) {
+          const std::string png = dir_ / (name + std::to_string(f) + ".png");
+          ASSERT_EQ(write_png(png, frames.bytes.data() + static_cast<size_t>(f) * h * w * 3, w, h), "");
+          files += (files.empty() ? "" : ",") + png;
+        }
+        source = (frames.shape[0] == 1 ? " --image " : " --frames ") + files;
+      }
+      const std::vector<double> want = read_npy(fixture + "/expected_" + name + ".npy").value().to_double();
+      for (const char* backend : {"reference", "auto"}) {
+        SCOPED_TRACE(name + " " + backend);
+        const CommandResult r = run_cli((dir_ / (std::string(preset) + ".pfb")) + source + " --output-stage encoder-input --output " +
+                                        out() + " --precision f32 --backend " + backend);
+        ASSERT_EQ(r.exit_code, 0) << r.err;
+        EXPECT_NE(r.out.find("encoder input: "), std::string::npos) << r.out;
+        const testing::OutputError e = testing::output_error(output(), want);
+        EXPECT_EQ(output().size(), want.size());
+        EXPECT_LE(e.max_err, 1e-5 * e.max_ref) << r.out;  // the f32 bound
+        std::remove(out().c_str());
+      }
+    }
+  }
+  // --output-stage encoder-input with --input needs --grid; --grid goes with --input only; a grid
+  // whose row count is not the input's, or that the model refuses, is a one-line error.
+  const std::string m = dir_ / "qwen3_vl.pfb", rows = std::string(PATCHFUSE_ENCODER_INPUT_DIR) + "/qwen3_vl/rows_table.npy";
+  EXPECT_EQ(run_cli(m + " --input " + rows + " --output " + out() + " --output-stage encoder-input").exit_code, 2);
+  EXPECT_EQ(run_cli(m + " --input " + rows + " --output " + out() + " --grid 1x8").exit_code, 2);
+  EXPECT_EQ(run_cli(m + " --input " + rows + " --output " + out() + " --output-stage all").exit_code, 2);
+  expect_failure(m + " --input " + rows + " --output " + out() + " --grid 1x4x8 --output-stage encoder-input",
+                 "64 rows, but --grid 1x4x8 has 32");
+  expect_failure(m + " --input " + rows + " --output " + out() + " --grid 1x1x64 --output-stage encoder-input",
+                 "h and w must be multiples of the merge size 2");
 }
 
 TEST_F(RunCli, UsageErrorsExitTwo) {

@@ -248,6 +248,15 @@ Result<GridTerms> make_grid_terms(const EncoderInputSpec& spec, int64_t h, int64
     std::vector<Taps> rows(static_cast<size_t>(h)), cols(static_cast<size_t>(w));
     for (int64_t i = 0; i < h; ++i) rows[static_cast<size_t>(i)] = axis_taps(spec.position_mode, i, h, side);
     for (int64_t i = 0; i < w; ++i) cols[static_cast<size_t>(i)] = axis_taps(spec.position_mode, i, w, side);
+    // The table as f32 rows (widened once from bf16 and f16, exactly; an f32 table is read in
+    // place: the model file aligns it to 64 bytes), so the sums below are plain loops.
+    std::vector<float> widened;
+    const float* table = reinterpret_cast<const float*>(spec.position.data);
+    if (spec.position.dtype != DType::kF32) {
+      widened.resize(static_cast<size_t>(spec.position.rows * d));
+      for (size_t i = 0; i < widened.size(); ++i) widened[i] = load_as_f32(spec.position.data, spec.position.dtype, i);
+      table = widened.data();
+    }
     std::vector<double> acc(static_cast<size_t>(d));
     for (int64_t p = 0; p < h * w; ++p) {
       const auto [r, c] = row_coordinates(p, spec.merge_size, w);
@@ -259,8 +268,8 @@ Result<GridTerms> make_grid_terms(const EncoderInputSpec& spec, int64_t h, int64
       for (int i = 0; i < tr.n; ++i) {
         for (int j = 0; j < tc.n; ++j) {
           const double wgt = tr.weight[i] * tc.weight[j];
-          const int64_t src = cls + tr.index[i] * side + tc.index[j];
-          for (int64_t k = 0; k < d; ++k) acc[static_cast<size_t>(k)] += wgt * spec.position.at(src, k);
+          const float* src = table + (cls + tr.index[i] * side + tc.index[j]) * d;
+          for (int64_t k = 0; k < d; ++k) acc[static_cast<size_t>(k)] += wgt * static_cast<double>(src[k]);
         }
       }
       for (int64_t k = 0; k < d; ++k) out[k] = as_table_dtype(acc[static_cast<size_t>(k)], spec.position.dtype);
@@ -289,6 +298,14 @@ void finish_rows(const EncoderInputSpec& spec, const GridTerms& terms, int64_t f
                  float* frame_out) {
   const int64_t d = spec.embed_dim;
   if (first == 0 && !terms.class_row.empty()) std::memcpy(frame_out, terms.class_row.data(), static_cast<size_t>(d) * sizeof(float));
+  if (spec.norm == NormKind::kNone && terms.slot.empty()) {
+    // Only a position term (or nothing): one flat loop over the chunk, which the compiler vectorizes;
+    // its cost is reading the cached term.
+    if (terms.position.empty()) return;
+    const float* pos = terms.position.data() + first * d;
+    for (int64_t i = 0; i < n * d; ++i) rows[i] += pos[i];
+    return;
+  }
   for (int64_t i = 0; i < n; ++i) {
     float* row = rows + i * d;
     if (spec.norm != NormKind::kNone && spec.norm_before_position) normalize(spec, row);
