@@ -71,6 +71,22 @@ Row conv2d(std::string_view model_type, int64_t ph, int64_t pw) {
 }
 Row conv2d(std::string_view model_type, int64_t p) { return conv2d(model_type, p, p); }
 
+// The Qwen3-VL family: conv bias, width 1152, + pos_embed bilinearly interpolated from its 48x48
+// table (num_position_embeddings 2304).
+Row qwen3(Row r) {
+  return r.bias().width(1152).position("pos_embed.weight", PositionMode::kBilinearAlignCorners).sample_side(48);
+}
+// GLM-4.1V/4.5V: conv bias, width 1536, its own processor, RMSNorm then the position table
+// (image_size 336 / 14 = 24) sampled by grid_sample.
+Row glm4v(Row r) {
+  return r.bias()
+      .width(1536)
+      .processor("Glm4vImageProcessor")
+      .norm(NormKind::kRmsNorm, "post_conv_layernorm.weight", "", "rms_norm_eps", 1e-5)
+      .position("embeddings.position_embedding.weight", PositionMode::kGridSampleBicubic)
+      .sample_side(24);
+}
+
 // The encoder inputs that recur: SigLIP's (the table, bicubic when the grid differs), CLIP's (class
 // row, table, pre_layrnorm) and ViT's naming (cls_token and position_embeddings beside the patch
 // embeddings).
@@ -101,41 +117,13 @@ const std::vector<Architecture>& architectures() {
           .module("thinker.visual.patch_embed", "Qwen2_5_VisionPatchEmbed")
           .width(1280)
           .window(),
-      conv3d("qwen3_vl", 2, 16)
-          .module("model.visual.patch_embed", "Qwen3VLVisionPatchEmbed")
-          .bias()
-          .width(1152)
-          .position("pos_embed.weight", PositionMode::kBilinearAlignCorners)
-          .sample_side(48),
-      conv3d("qwen3_vl_moe", 2, 16)
-          .module("model.visual.patch_embed", "Qwen3VLMoeVisionPatchEmbed")
-          .bias()
-          .width(1152)
-          .position("pos_embed.weight", PositionMode::kBilinearAlignCorners)
-          .sample_side(48),
-      conv3d("qwen3_omni_moe", 2, 16)
-          .config_at("thinker_config.vision_config")
-          .module("thinker.visual.patch_embed", "Qwen3OmniMoeVisionPatchEmbed")
-          .bias()
-          .width(1152)
-          .position("pos_embed.weight", PositionMode::kBilinearAlignCorners)
-          .sample_side(48),
-      conv3d("glm4v", 2, 14)
-          .module("model.visual.patch_embed", "Glm4vVisionPatchEmbed")
-          .bias()
-          .width(1536)
-          .processor("Glm4vImageProcessor")
-          .norm(NormKind::kRmsNorm, "post_conv_layernorm.weight", "", "rms_norm_eps", 1e-5)
-          .position("embeddings.position_embedding.weight", PositionMode::kGridSampleBicubic)
-          .sample_side(24),
-      conv3d("glm4v_moe", 2, 14)
-          .module("model.visual.patch_embed", "Glm4vMoeVisionPatchEmbed")
-          .bias()
-          .width(1536)
-          .processor("Glm4vImageProcessor")
-          .norm(NormKind::kRmsNorm, "post_conv_layernorm.weight", "", "rms_norm_eps", 1e-5)
-          .position("embeddings.position_embedding.weight", PositionMode::kGridSampleBicubic)
-          .sample_side(24),
+      qwen3(conv3d("qwen3_vl", 2, 16).module("model.visual.patch_embed", "Qwen3VLVisionPatchEmbed")),
+      qwen3(conv3d("qwen3_vl_moe", 2, 16).module("model.visual.patch_embed", "Qwen3VLMoeVisionPatchEmbed")),
+      qwen3(conv3d("qwen3_omni_moe", 2, 16)
+                .config_at("thinker_config.vision_config")
+                .module("thinker.visual.patch_embed", "Qwen3OmniMoeVisionPatchEmbed")),
+      glm4v(conv3d("glm4v", 2, 14).module("model.visual.patch_embed", "Glm4vVisionPatchEmbed")),
+      glm4v(conv3d("glm4v_moe", 2, 14).module("model.visual.patch_embed", "Glm4vMoeVisionPatchEmbed")),
 
       // Conv2d. SigLIP so400m (google/siglip-so400m-patch14-384) and its standalone vision model.
       siglip(conv2d("siglip", 14).module("vision_model.embeddings.patch_embedding", "Conv2d").bias().width(1152).processor("SiglipImageProcessor", 384)),

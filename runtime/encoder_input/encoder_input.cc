@@ -116,32 +116,24 @@ struct Taps {
 
 int64_t clamp_index(int64_t i, int64_t side) { return std::clamp<int64_t>(i, 0, side - 1); }
 
-// F.interpolate(mode="bicubic", align_corners=False, size=out) along one axis, as PyTorch CPU's
-// guard_index_and_lambda does it: the source coordinate is not clamped at 0 (cubic), so an
-// upsampled border row starts at index -1 with its fraction, its taps clamped to the table: it is
-// not simply the edge row. (torch also caps the index at side - 1 and clamps the fraction to
-// [0, 1]; with size= the coordinate stays below side - 0.5, so neither ever applies.)
+// Bicubic taps at patch centre i of `out` over a table of `side`: the source coordinate
+// (i + 0.5) * side / out - 0.5, PyTorch's cubic weights of its fraction (A = -0.75), the four taps
+// clamped to the table. This is both
+//  - F.interpolate(mode="bicubic", align_corners=False, size=out) on the CPU: its cubic source
+//    index is not clamped at 0, so an upsampled border row starts at index -1 with its fraction
+//    and is not simply the edge row (guard_index_and_lambda also caps the index at side - 1 and
+//    clamps the fraction to [0, 1], which never applies with size=: the coordinate stays below
+//    side - 0.5), and
+//  - F.grid_sample(mode="bicubic", align_corners=False, padding_mode="border") at the normalized
+//    coordinate ((i + 0.5) / out) * 2 - 1, unnormalized without a clip to the same value, with
+//    border padding clamping each tap.
 Taps bicubic_taps(int64_t i, int64_t out, int64_t side) {
-  const double real = static_cast<double>(side) / static_cast<double>(out) * (static_cast<double>(i) + 0.5) - 0.5;
+  const double real = (static_cast<double>(i) + 0.5) * static_cast<double>(side) / static_cast<double>(out) - 0.5;
   const double idx = std::floor(real);
   Taps t;
   t.n = 4;
   cubic_weights(real - idx, t.weight);
   for (int j = 0; j < 4; ++j) t.index[j] = clamp_index(static_cast<int64_t>(idx) - 1 + j, side);
-  return t;
-}
-
-// F.grid_sample(mode="bicubic", align_corners=False, padding_mode="border") along one axis at
-// patch coordinate i of `out`: the normalized coordinate ((i + 0.5) / out) * 2 - 1, unnormalized
-// without a clip; each tap's index is clamped (border), the fraction is not.
-Taps grid_sample_taps(int64_t i, int64_t out, int64_t side) {
-  const double x = (static_cast<double>(i) + 0.5) / static_cast<double>(out) * 2 - 1;
-  const double real = ((x + 1) * static_cast<double>(side) - 1) / 2;
-  const double floor = std::floor(real);
-  Taps t;
-  t.n = 4;
-  cubic_weights(real - floor, t.weight);
-  for (int j = 0; j < 4; ++j) t.index[j] = clamp_index(static_cast<int64_t>(floor) - 1 + j, side);
   return t;
 }
 
@@ -162,8 +154,8 @@ Taps bilinear_align_corners_taps(int64_t i, int64_t out, int64_t side) {
 
 Taps axis_taps(PositionMode mode, int64_t i, int64_t out, int64_t side) {
   switch (mode) {
-    case PositionMode::kBicubic: return bicubic_taps(i, out, side);
-    case PositionMode::kGridSampleBicubic: return grid_sample_taps(i, out, side);
+    case PositionMode::kBicubic:
+    case PositionMode::kGridSampleBicubic: return bicubic_taps(i, out, side);
     case PositionMode::kBilinearAlignCorners: return bilinear_align_corners_taps(i, out, side);
     case PositionMode::kNone: break;
   }
