@@ -85,7 +85,7 @@ conversion, and patchfuse.pc for pkg-config.")
 
 set(CPACK_DEBIAN_TOOLS_PACKAGE_NAME patchfuse-tools)
 set(CPACK_DEBIAN_TOOLS_PACKAGE_SECTION utils)
-set(CPACK_DEBIAN_TOOLS_PACKAGE_DEPENDS "${lib_package} ${same_version}, libstb0, libjpeg62-turbo, libpng16-16, ${cxx_depends}")
+set(CPACK_DEBIAN_TOOLS_PACKAGE_DEPENDS "${lib_package} ${same_version}, libstb0, libjpeg62-turbo, libpng16-16, libwebp7, libwebpdemux2, ${cxx_depends}")
 set(CPACK_DEBIAN_TOOLS_PACKAGE_MULTIARCH foreign)
 set(CPACK_COMPONENT_TOOLS_DESCRIPTION "patch-embedding runtime for vision-language models (device tools)
 patchfuse-run runs a .pfb model on .npy pixel_values or on images;

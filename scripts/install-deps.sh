@@ -15,7 +15,8 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
   libyuv-dev                                # runtime: camera pixel formats (NV12, I420, YUYV, ...) -> RGB
   libjpeg62-turbo-dev libpng-dev            # patchfuse-run --image: JPEG and PNG decoded as Pillow decodes them
-  libstb-dev                                # patchfuse-run --image: other formats (PPM, BMP, ...)
+  libwebp-dev                               # patchfuse-run --image: WebP decoded as Pillow decodes it
+  libstb-dev                                # patchfuse-run --image: PPM/PGM, BMP and GIF
   libdnnl-dev                               # x86-64 backend
   libxnnpack-dev libpthreadpool-dev libcpuinfo-dev   # ARM (and x86-64) backend
   libgemmlowp-dev                           # int8 backend (ARM; also built on x86-64)

@@ -30,7 +30,7 @@ std::vector<uint8_t> pillow_pixels(const std::string& file) {
 }
 
 TEST(ImageFiles, EveryVariantDecodesToPillowsPixels) {
-  ASSERT_EQ(cases()["decode"].size(), 21u);
+  ASSERT_EQ(cases()["decode"].size(), 33u);
   for (const auto& c : cases()["decode"]) {
     const std::string file = c["file"];
     auto img = decode_image(kDir + "/decode/" + file, DecodeOptions());
@@ -73,6 +73,58 @@ TEST(ImageFiles, BrokenFilesAreRefusedWithTheReason) {
     testing::write_bytes(dir / name, bytes);
     refused(dir / name, DecodeOptions(), "truncated");
   }
+  // PPM, PGM, BMP and GIF as Pillow saves them, cut short: stb_image would pad the missing pixels
+  // (the image files issue); each is refused as Pillow refuses it, at any cut inside the pixels
+  // (a GIF's last two bytes are its data's terminator and the trailer. Without the trailer Pillow
+  // still reads the first frame, and so do we; without the terminator too, Pillow reads it when
+  // the LZW codes already ended, while we refuse it: stricter, never a wrong picture).
+  for (const char* name : {"ppm_rgb.ppm", "pgm_gray.pgm", "bmp_rgb.bmp", "gif_palette.gif"}) {
+    const std::vector<uint8_t> whole = testing::read_bytes(kDir + "/decode/" + name);
+    for (size_t keep : {whole.size() / 2, whole.size() - 2, size_t{30}}) {
+      SCOPED_TRACE(std::string(name) + " cut to " + std::to_string(keep) + " bytes");
+      testing::write_bytes(dir / name, std::vector<uint8_t>(whole.begin(), whole.begin() + static_cast<std::ptrdiff_t>(keep)));
+      refused(dir / name, DecodeOptions(), "truncated");
+    }
+  }
+  testing::write_text(dir / "empty.ppm", "P6\n0 0\n255\n");
+  refused(dir / "empty.ppm", DecodeOptions(), "empty.ppm");
+  // WebP cut short, or with its RIFF header damaged, is refused by libwebp's demuxer.
+  for (const char* name : {"webp_lossy.webp", "webp_lossless.webp", "webp_alpha.webp", "webp_animated.webp"}) {
+    const std::vector<uint8_t> whole = testing::read_bytes(kDir + "/decode/" + name);
+    for (size_t keep : {whole.size() / 2, whole.size() - 1, size_t{20}}) {
+      SCOPED_TRACE(std::string(name) + " cut to " + std::to_string(keep) + " bytes");
+      testing::write_bytes(dir / name, std::vector<uint8_t>(whole.begin(), whole.begin() + static_cast<std::ptrdiff_t>(keep)));
+      refused(dir / name, DecodeOptions(), "truncated WebP");
+    }
+  }
+  std::vector<uint8_t> webp = testing::read_bytes(kDir + "/decode/webp_lossy.webp");
+  webp[12] = 'X';  // the first chunk's tag (VP8 ) becomes unknown
+  testing::write_bytes(dir / "tag.webp", webp);
+  refused(dir / "tag.webp", DecodeOptions(), "corrupt or truncated WebP");
+  // A WebP header claiming more pixels than the limit is refused from its header.
+  DecodeOptions tiny;
+  tiny.max_pixels = 100;
+  refused(kDir + "/decode/webp_lossy.webp", tiny, "2745 pixels exceeds the limit of 100");
+  // Corrupt files of the other formats: a JPEG whose segments are noise, a BMP with 7 bits per
+  // pixel, a PPM whose header is not numbers.
+  std::vector<uint8_t> jpeg = testing::read_bytes(kDir + "/decode/jpeg_420.jpg");
+  for (size_t i = 4; i < jpeg.size(); ++i) jpeg[i] = static_cast<uint8_t>(i * 131 % 251);
+  testing::write_bytes(dir / "noise.jpg", jpeg);
+  refused(dir / "noise.jpg", DecodeOptions(), "corrupt or truncated JPEG");
+  std::vector<uint8_t> bmp = testing::read_bytes(kDir + "/decode/bmp_rgb.bmp");
+  bmp[28] = 7;  // biBitCount
+  testing::write_bytes(dir / "bpp.bmp", bmp);
+  refused(dir / "bpp.bmp", DecodeOptions(), "bpp.bmp");
+  testing::write_text(dir / "words.ppm", "P6\nab cd\n255\n");
+  refused(dir / "words.ppm", DecodeOptions(), "truncated or corrupt PNM header");
+  // A PNM with another maxval would be scaled otherwise than by Pillow: refused, with the value.
+  testing::write_text(dir / "deep.pgm", "P5\n1 1\n65535\n\x01\x02");
+  refused(dir / "deep.pgm", DecodeOptions(), "PNM maxval 65535 is not supported");
+  std::vector<uint8_t> gif = testing::read_bytes(kDir + "/decode/gif_palette.gif");
+  const size_t first_block = 13 + (gif[10] & 0x80 ? size_t{3} << ((gif[10] & 7) + 1) : 0);
+  gif[first_block] = 0x77;  // neither an extension, an image nor the trailer
+  testing::write_bytes(dir / "block.gif", gif);
+  refused(dir / "block.gif", DecodeOptions(), "corrupt GIF: unknown block 0x77");
   std::vector<uint8_t> png = testing::read_bytes(kDir + "/decode/png_rgba.png");
   png[png.size() / 2] ^= 0x5A;  // inside IDAT: a CRC mismatch
   testing::write_bytes(dir / "flipped.png", png);
@@ -89,6 +141,16 @@ TEST(ImageFiles, BrokenFilesAreRefusedWithTheReason) {
   // A PPM header claiming 100000 x 100000 is refused before any pixel is allocated.
   testing::write_text(dir / "bomb.ppm", "P6\n100000 100000\n255\n");
   refused(dir / "bomb.ppm", DecodeOptions(), "10000000000 pixels exceeds the limit of 178956970");
+  // So are a GIF screen of 65535 x 65535 and a BMP of 100000 x 100000, from their headers alone.
+  testing::write_bytes(dir / "bomb.gif", {'G', 'I', 'F', '8', '9', 'a', 0xFF, 0xFF, 0xFF, 0xFF, 0, 0, 0, 0x3B});
+  refused(dir / "bomb.gif", DecodeOptions(), "4294836225 pixels exceeds the limit");
+  std::vector<uint8_t> bomb_bmp = testing::read_bytes(kDir + "/decode/bmp_rgb.bmp");
+  bomb_bmp.resize(54);
+  for (size_t at : {18, 22}) {  // biWidth, biHeight = 100000
+    bomb_bmp[at] = 0xA0, bomb_bmp[at + 1] = 0x86, bomb_bmp[at + 2] = 0x01, bomb_bmp[at + 3] = 0;
+  }
+  testing::write_bytes(dir / "bomb.bmp", bomb_bmp);
+  refused(dir / "bomb.bmp", DecodeOptions(), "10000000000 pixels exceeds the limit of 178956970");
 }
 
 TEST(ImageFiles, RawDumpsHoldExactlyOneFrame) {

@@ -211,7 +211,7 @@ TEST_F(RunCli, CameraImagesMatchHuggingFacesPipeline) {
   ASSERT_NO_FATAL_FAILURE(convert(dir + "/siglip", "siglip.pfb", "--fusion conv2d_patch_embeddings"));
   ASSERT_NO_FATAL_FAILURE(convert(dir + "/clip", "clip.pfb", "--fusion conv2d_patch_embeddings"));
   const auto cases = nlohmann::json::parse(testing::read_bytes(std::string(PATCHFUSE_IMAGES_DIR) + "/cases.json"))["e2e"];
-  ASSERT_EQ(cases.size(), 6u);
+  ASSERT_EQ(cases.size(), 10u);  // JPEG and PNG through three models; WebP, GIF, BMP and PPM through SigLIP's
   for (const auto& c : cases) {
     const std::string model = dir_ / (c["model"].get<std::string>() + ".pfb"), image = dir + "/" + c["image"].get<std::string>();
     auto expected = read_npy(dir + "/" + c["expected"].get<std::string>());
@@ -237,6 +237,13 @@ TEST_F(RunCli, CameraImagesMatchHuggingFacesPipeline) {
       EXPECT_EQ(written->bytes, pillow->bytes) << c.dump() << ": the resized frame must be Pillow's, byte for byte";
       std::remove(out().c_str());
     }
+  }
+  // The same files cut to half their bytes: a one-line error naming the file, exit 1, no output
+  // (stb_image alone would have decoded the PPM, BMP and GIF with their missing half padded).
+  for (const char* name : {"photo_240x320.webp", "photo_240x320.gif", "photo_240x320.bmp", "photo_240x320.ppm"}) {
+    const std::vector<uint8_t> whole = testing::read_bytes(dir + "/" + name);
+    testing::write_bytes(dir_ / name, std::vector<uint8_t>(whole.begin(), whole.begin() + static_cast<std::ptrdiff_t>(whole.size() / 2)));
+    expect_failure(dir_ / "siglip.pfb" + " --image " + (dir_ / name) + " --output " + out(), "truncated");
   }
 }
 

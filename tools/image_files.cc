@@ -9,6 +9,8 @@
 #include <jpeglib.h>
 #include <jerror.h>
 #include <png.h>
+#include <webp/decode.h>
+#include <webp/demux.h>
 
 #include <fstream>
 #include <iterator>
@@ -17,6 +19,7 @@
 
 #include "runtime/core/output_file.h"
 #include "tools/exif.h"
+#include "tools/stb_formats.h"
 
 namespace patchfuse {
 
@@ -208,6 +211,45 @@ std::string decode_png(const std::vector<uint8_t>& file, uint64_t max_pixels, co
   return "";
 }
 
+// --- WebP: through libwebp's animation decoder for stills and animations alike, as Pillow's
+// WebP plugin reads every file: its first frame composited on a transparent canvas, RGBA, alpha
+// then dropped (convert("RGB")). A file that ends early or whose chunks are corrupt is refused by
+// the demuxer or the frame decoder.
+std::string decode_webp(const std::vector<uint8_t>& file, uint64_t max_pixels, const std::string& path,
+                        JpegHeader& header, std::vector<uint8_t>& rgb) {
+  int w = 0, h = 0;
+  if (!WebPGetInfo(file.data(), file.size(), &w, &h)) return path + ": corrupt or truncated WebP: its header does not parse";
+  if (uint64_t(w) * uint64_t(h) > max_pixels) return too_large(path, static_cast<uint64_t>(w), static_cast<uint64_t>(h), max_pixels);
+  const WebPData data{file.data(), file.size()};
+  WebPAnimDecoderOptions options;
+  if (!WebPAnimDecoderOptionsInit(&options)) return path + ": the WebP decoder library does not match its headers";
+  options.color_mode = MODE_RGBA;
+  options.use_threads = 0;
+  std::unique_ptr<WebPAnimDecoder, void (*)(WebPAnimDecoder*)> decoder(WebPAnimDecoderNew(&data, &options),
+                                                                       WebPAnimDecoderDelete);
+  if (!decoder) return path + ": corrupt or truncated WebP: its chunks do not parse (the file may end early)";
+  WebPAnimInfo info;
+  uint8_t* frame = nullptr;
+  int timestamp = 0;
+  if (!WebPAnimDecoderGetInfo(decoder.get(), &info) || !WebPAnimDecoderGetNext(decoder.get(), &frame, &timestamp)) {
+    return path + ": corrupt or truncated WebP: its first frame does not decode";
+  }
+  header.width = info.canvas_width;
+  header.height = info.canvas_height;
+  header.channels = 4;
+  rgb.resize(header.width * header.height * 3);
+  for (size_t i = 0; i < header.width * header.height; ++i) std::memcpy(rgb.data() + 3 * i, frame + 4 * i, 3);
+  WebPChunkIterator exif;
+  if (WebPDemuxGetChunk(WebPAnimDecoderGetDemuxer(decoder.get()), "EXIF", 1, &exif)) {
+    const uint8_t* bytes = exif.chunk.bytes;
+    size_t size = exif.chunk.size;
+    if (size >= 6 && std::memcmp(bytes, "Exif\0\0", 6) == 0) bytes += 6, size -= 6;  // as Pillow, with or without the prefix
+    header.exif.assign(bytes, bytes + size);
+    WebPDemuxReleaseChunkIterator(&exif);
+  }
+  return "";
+}
+
 }  // namespace
 
 Expected<Image> decode_image(const std::string& path, const DecodeOptions& options) {
@@ -221,21 +263,34 @@ Expected<Image> decode_image(const std::string& path, const DecodeOptions& optio
     err = decode_jpeg(f, options.max_pixels, path, header, img.bytes);
   } else if (f.size() >= 8 && std::memcmp(f.data(), "\x89PNG\r\n\x1a\n", 8) == 0) {
     err = decode_png(f, options.max_pixels, path, header, img.bytes);
+  } else if (f.size() >= 12 && std::memcmp(f.data(), "RIFF", 4) == 0 && std::memcmp(f.data() + 8, "WEBP", 4) == 0) {
+    err = decode_webp(f, options.max_pixels, path, header, img.bytes);
   } else {
     const auto starts = [&](const char* magic) { return f.size() >= std::strlen(magic) && std::memcmp(f.data(), magic, std::strlen(magic)) == 0; };
     int w = 0, h = 0, channels = 0;
     const bool stb_format = starts("P5") || starts("P6") || starts("BM") || starts("GIF87a") || starts("GIF89a");
+    // The pixel limit first (from the header alone), then whether the file holds the whole first
+    // image: stb_image pads what is missing.
+    const StbFileCheck check = stb_format ? check_stb_file(f, path) : StbFileCheck();
     if (!stb_format || f.size() > INT32_MAX || !stbi_info_from_memory(f.data(), static_cast<int>(f.size()), &w, &h, &channels)) {
-      return {PF_INVALID_ARGUMENT, path + ": not an image this tool decodes (JPEG, PNG, binary PPM/PGM, BMP, GIF)" +
+      if (!check.error.empty()) return {PF_INVALID_ARGUMENT, check.error};
+      return {PF_INVALID_ARGUMENT, path + ": not an image this tool decodes (JPEG, PNG, WebP, binary PPM/PGM, BMP, GIF)" +
                                        (stb_format ? std::string(": ") + stbi_failure_reason() : std::string())};
     }
     if (uint64_t(w) * uint64_t(h) > options.max_pixels) return {PF_INVALID_ARGUMENT, too_large(path, w, h, options.max_pixels)};
+    if (!check.error.empty()) return {PF_INVALID_ARGUMENT, check.error};
+    if (w <= 0 || h <= 0) return {PF_INVALID_ARGUMENT, path + ": the image is " + std::to_string(w) + "x" + std::to_string(h) + " pixels"};
+    // RGBA, so a GIF's transparent pixels (alpha 0) can take the colour Pillow gives them.
     std::unique_ptr<stbi_uc, void (*)(void*)> pixels(
-        stbi_load_from_memory(f.data(), static_cast<int>(f.size()), &w, &h, &channels, 3), stbi_image_free);
+        stbi_load_from_memory(f.data(), static_cast<int>(f.size()), &w, &h, &channels, 4), stbi_image_free);
     if (!pixels) return {PF_INVALID_ARGUMENT, path + ": cannot decode the image: " + stbi_failure_reason()};
     header.width = static_cast<size_t>(w);
     header.height = static_cast<size_t>(h);
-    img.bytes.assign(pixels.get(), pixels.get() + header.width * header.height * 3);
+    img.bytes.resize(header.width * header.height * 3);
+    for (size_t i = 0; i < header.width * header.height; ++i) {
+      const stbi_uc* p = pixels.get() + 4 * i;
+      std::memcpy(img.bytes.data() + 3 * i, check.transparent && p[3] == 0 ? check.transparent_rgb : p, 3);
+    }
   }
   if (!err.empty()) return {PF_INVALID_ARGUMENT, err};
   img.width = header.width;

@@ -38,7 +38,7 @@ int main(int argc, char** argv) {
   uint64_t max_pixels = patchfuse::kDefaultMaxPixels;
   app.add_option("MODEL", model_path, "Model .pfb")->required();
   auto* input_opt = app.add_option("--input", input_path, "float32 .npy, [N, C*kt*kh*kw] or [N, C, (kt,) kh, kw] (patch rows)");
-  auto* image_opt = app.add_option("--image", image_path, "A still image of any size (JPEG, PNG, PPM, BMP, ...), decoded as Pillow "
+  auto* image_opt = app.add_option("--image", image_path, "A still image of any size (JPEG, PNG, WebP, GIF, BMP, PPM/PGM), decoded as Pillow "
                                                           "decodes it and preprocessed as Hugging Face does");
   auto* frames_opt = app.add_option("--frames", frame_paths, "Video frames, comma-separated image files of one size")->delimiter(',');
   auto* yuv_opt = app.add_option("--yuv", yuv_path, "A raw camera frame (packed planes), with --format and --size");

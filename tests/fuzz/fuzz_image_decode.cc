@@ -1,6 +1,7 @@
-// libFuzzer target: an image file as patchfuse-run --image decodes it (JPEG, PNG, EXIF, stb's
-// formats). The pixel limit is lowered so that a small input claiming a large image is refused
-// rather than allocated, which the real limit (178,956,970 pixels) would allow.
+// libFuzzer target: an image file as patchfuse-run --image decodes it (JPEG, PNG, WebP, EXIF, and
+// stb's formats behind our completeness checks). The pixel limit is lowered so that a small input
+// claiming a large image is refused rather than allocated, which the real limit (178,956,970
+// pixels) would allow.
 #include "tests/fuzz/fuzz_input_file.h"
 #include "tools/image_files.h"
 
