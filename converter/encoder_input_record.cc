@@ -32,7 +32,7 @@ Result<EncoderInputRecord> encoder_input_record(Checkpoint& ckpt, const Architec
       return std::optional<TensorRecord>();
     }
     PF_ASSIGN_OR_RETURN(CheckpointTensor t, ckpt.tensor(name));
-    const auto count = checked_product(t.entry->shape).value_or(0);
+    const auto count = static_cast<int64_t>(checked_product(t.entry->shape).value_or(0));  // < 2^63: the file holds it
     const bool fits = table ? count > 0 && count % d == 0 : count == elements;
     PF_CHECK(fits, Code::kInvalidModel, *t.file, ": tensor ", name, " (the ", what, ") has shape ",
              format_dims(t.entry->shape), "; it must hold ", table ? cat("rows of embed_dim ", d) : cat(d, " values"));

@@ -1,6 +1,6 @@
 // patchfuse-bench: on-device latency of the patch projection (DESIGN.md §4). For every
 // backend x precision x path x threads x patches: init (open + session creation, packing
-// included), first run, then timed runs after warm-up with min / mean / std / p50 / p90 / p99 /
+// included), pf_session_prepare for the size, first run, then timed runs after warm-up with min / mean / std / p50 / p90 / p99 /
 // max, GFLOP/s, peak RSS; with --path both, fused and unfused are timed alternately, run for run,
 // so their ratio is measured side by side under the same machine noise. With --image HxW the
 // frames path (seeded synthetic uint8 frames: gather + GEMM on the folded weights, a still image at
@@ -92,7 +92,7 @@ struct Variant {
 struct Measured {
   std::string error;
   pf_session_info info{};
-  double init_ms = 0, first_ms = 0;
+  double init_ms = 0, prepare_ms = 0, first_ms = 0;
   std::vector<double> runs_ms;
   double int8_error = -1;  // int8 frames: max |y - f32 reference| / max |f32 reference|; -1: not int8
   // frames: each timed run's stages (pf_session_last_profile) and the share of conversion + resize +
@@ -256,8 +256,8 @@ int main(int argc, char** argv) {
                 views.size(), o.format.c_str(), views.size() == 1 ? "" : "s", sources[0].height, sources[0].width, o.seed,
                 static_cast<long long>(resized_h), static_cast<long long>(resized_w), max_n);
   }
-  std::printf("%-9s %-9s %-13s %3s %6s | %8s %8s | %8s %8s %8s %8s %8s %8s | %8s %7s %s\n", "backend", "precision", "path", "thr",
-              "N", "init_ms", "first_ms", "p50_ms", "p90_ms", "p99_ms", "min_ms", "mean_ms", "std_ms", "GFLOP/s", "rss_MB",
+  std::printf("%-9s %-9s %-13s %3s %6s | %8s %8s %8s | %8s %8s %8s %8s %8s %8s | %8s %7s %s\n", "backend", "precision", "path",
+              "thr", "N", "init_ms", "prep_ms", "first_ms", "p50_ms", "p90_ms", "p99_ms", "min_ms", "mean_ms", "std_ms", "GFLOP/s", "rss_MB",
               "speedup");
   const size_t total = o.backends.size() * o.precisions.size() * o.threads.size() * o.patches.size();
   size_t done = 0, ran = 0;
@@ -290,6 +290,12 @@ int main(int argc, char** argv) {
               continue;
             }
             m[p].init_ms = ms_since(t0);
+            // Everything the first run of this size would do once (pf_session_prepare), timed on its own.
+            const pf_grid rows_grid = paths[p].stage == PF_OUTPUT_ENCODER_INPUT ? image_grid : pf_grid{1, 1, static_cast<int64_t>(n)};
+            const auto tp = Clock::now();
+            m[p].error = session->prepare(patchfuse::input_shape(paths[p].frames ? views : std::vector<pf_image>(), rows_grid));
+            m[p].prepare_ms = ms_since(tp);
+            if (!m[p].error.empty()) continue;
             const auto t1 = Clock::now();
             m[p].error = run(*session, paths[p], n);
             m[p].first_ms = ms_since(t1);
@@ -359,6 +365,7 @@ int main(int argc, char** argv) {
                                                                                : s[p].p50 / s[*other_path].p50;
             const auto pixels_partner = paths[p].frames ? partner(p, Pair::kInput) : std::nullopt;
             const auto patches_partner = paths[p].stage == PF_OUTPUT_ENCODER_INPUT ? partner(p, Pair::kStage) : std::nullopt;
+            const double over_patches = patches_partner ? s[p].p50 / s[patches_partner.value()].p50 : 0.0;
             const double pixels_over_frames = pixels_partner ? s[*pixels_partner].p50 / s[p].p50 : 0.0;
             // The table shows each ratio once: on the fused row, and on the frames row.
             const double speedup = pixels_partner ? pixels_over_frames : paths[p].path == PF_PATH_FUSED ? unfused_over_fused : 0.0;
@@ -377,9 +384,9 @@ int main(int argc, char** argv) {
             const bool summed = paths[p].frames && views.size() == 1 && info.spatial_rank == 3;
             const size_t k_run = summed ? k / static_cast<size_t>(info.kernel[0]) : k;
             const double gflops = 2.0 * static_cast<double>(n) * static_cast<double>(k_run) * static_cast<double>(out) / (s[p].p50 * 1e6);
-            std::printf("%-9s %-9s %-13s %3d %6zu | %8.3f %8.3f | %8.4f %8.4f %8.4f %8.4f %8.4f %8.4f | %8.1f %7.1f %s\n",
+            std::printf("%-9s %-9s %-13s %3d %6zu | %8.3f %8.3f %8.3f | %8.4f %8.4f %8.4f %8.4f %8.4f %8.4f | %8.1f %7.1f %s\n",
                         pf_backend_name(si.backend), patchfuse::precision_text(si.precision), path_name.c_str(), si.threads, n,
-                        m[p].init_ms, m[p].first_ms, s[p].p50, s[p].p90, s[p].p99, s[p].min, s[p].mean, s[p].std, gflops, rss,
+                        m[p].init_ms, m[p].prepare_ms, m[p].first_ms, s[p].p50, s[p].p90, s[p].p99, s[p].min, s[p].mean, s[p].std, gflops, rss,
                         speedup > 0 ? ("x" + std::to_string(speedup).substr(0, 5)).c_str() : "");
             if (!m[p].preprocess_ms.empty()) {
               const double pre = stats_of(m[p].preprocess_ms).p50, gather = stats_of(m[p].gather_ms).p50,
@@ -395,12 +402,11 @@ int main(int argc, char** argv) {
               const double epilogue = stats_of(m[p].encoder_input_ms).p50;
               std::printf("%-9s   encoder input: epilogue p50 %.4f ms; first run (grid terms made) %.4f ms%s\n", "", epilogue,
                           m[p].first_encoder_input_ms,
-                          patches_partner ? (", run p50 x" + std::to_string(s[p].p50 / s[*patches_partner].p50).substr(0, 5) +
-                                             " the patches stage's").c_str()
-                                          : "");
+                          over_patches > 0 ? (", run p50 x" + std::to_string(over_patches).substr(0, 5) + " the patches stage's").c_str()
+                                           : "");
               j["encoder_input_epilogue_p50_ms"] = epilogue;
               j["encoder_input_first_run_ms"] = m[p].first_encoder_input_ms;
-              if (patches_partner) j["encoder_input_over_patches_p50"] = s[p].p50 / s[*patches_partner].p50;
+              if (over_patches > 0) j["encoder_input_over_patches_p50"] = over_patches;
             }
             if (m[p].int8_error >= 0) {
               std::printf("%-9s   int8 vs the f32 model on these frames: max |err| %.3g of max |ref|\n", "", m[p].int8_error);
@@ -414,8 +420,10 @@ int main(int argc, char** argv) {
             if (si.note[0] != '\0') j["note"] = si.note;
             j["init_ms"] = m[p].init_ms;
             j["first_run_ms"] = m[p].first_ms;
-            j["cold_start_ms"] = m[p].init_ms + m[p].first_ms;
-            j["cold_start_over_p50"] = (m[p].init_ms + m[p].first_ms) / s[p].p50;
+            j["prepare_ms"] = m[p].prepare_ms;
+            j["cold_start_ms"] = m[p].init_ms + m[p].prepare_ms + m[p].first_ms;
+            j["cold_start_over_p50"] = (m[p].init_ms + m[p].prepare_ms + m[p].first_ms) / s[p].p50;
+            j["first_run_over_p50"] = m[p].first_ms / s[p].p50;
             j["warmup_runs"] = o.warmup;
             j["timed_runs"] = m[p].runs_ms.size();
             j["latency_ms"] = {{"min", s[p].min}, {"mean", s[p].mean}, {"std", s[p].std}, {"p50", s[p].p50},

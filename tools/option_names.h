@@ -54,6 +54,23 @@ inline bool parse_grid(const std::string& text, pf_grid& grid) {
   return true;
 }
 
+// What pf_session_prepare needs for a run on `views` (a still image or a video's frames, one
+// size and format), or, with no views, on pixel_values rows of `grid`.
+inline pf_input_shape input_shape(const std::vector<pf_image>& views, const pf_grid& grid) {
+  pf_input_shape s{};
+  if (views.empty()) {
+    s.kind = PF_INPUT_PIXEL_VALUES;
+    s.grid = grid;
+    return s;
+  }
+  s.kind = PF_INPUT_IMAGES;
+  s.t = views.size();
+  s.height = views[0].height;
+  s.width = views[0].width;
+  s.format = views[0].format;
+  return s;
+}
+
 inline const char* precision_text(pf_precision p) {
   for (const auto& [name, value] : precision_names()) {
     if (value == p) return name.c_str();

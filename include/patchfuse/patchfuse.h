@@ -389,6 +389,31 @@ PF_API pf_status pf_session_run_video(pf_session* session, const pf_image* frame
 PF_API pf_status pf_session_preprocess(pf_session* session, const pf_image* image, size_t t, uint8_t* rgb_out,
                                        size_t capacity_bytes, int64_t* height_out, int64_t* width_out);
 
+/** What the app will send, for pf_session_prepare. */
+typedef PF_ENUM(pf_input_kind) {
+  PF_INPUT_PIXEL_VALUES = 0, /**< pixel_values rows of `grid` (pf_session_run, pf_session_run_grid) */
+  PF_INPUT_FRAMES = 1,       /**< t uint8 RGB frames of height x width (pf_session_run_frames) */
+  PF_INPUT_IMAGES = 2        /**< t images of height x width in `format` (pf_session_run_image: t = 1; _run_video) */
+} pf_input_kind;
+
+typedef struct pf_input_shape {
+  pf_input_kind kind;
+  pf_grid grid;            /**< PIXEL_VALUES: the rows' grid; {1, 1, N} for N rows in the patches stage */
+  size_t t;                /**< FRAMES, IMAGES: the frame count (1: a still image) */
+  int64_t height, width;   /**< FRAMES, IMAGES: each frame's size in pixels */
+  pf_pixel_format format;  /**< IMAGES */
+} pf_input_shape;
+
+/** Does ahead of time what the first run of this input size would do once: the resize tables, the
+ *  folded and packed weights of its path (still image or video), the backend's primitives for the
+ *  chunk sizes it runs (oneDNN's JIT included), the session's buffers, and the encoder input's
+ *  grid terms; it runs that path once on a blank input into scratch memory, so the next run of
+ *  that size runs at steady speed (a run of another size still pays its own first run). Not
+ *  retained: `shape` is read during the call. The session's last profile is left as it was.
+ *  @return PF_OK, PF_INVALID_ARGUMENT (null, unknown kind or format, a size or grid the run would
+ *          refuse), PF_UNSUPPORTED (as the run: no preprocessing, int8 pixel_values), PF_OUT_OF_MEMORY. */
+PF_API pf_status pf_session_prepare(pf_session* session, const pf_input_shape* shape);
+
 /** Releases a session and its packed weights. Null is ignored. */
 PF_API void pf_session_release(pf_session* session);
 

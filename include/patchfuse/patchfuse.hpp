@@ -118,6 +118,11 @@ class Session {
   std::string run(const float* input, size_t n, float* output) {
     return pf_session_run(handle_.get(), input, n, output) == PF_OK ? std::string() : std::string(pf_last_error());
   }
+  // Everything the first run of this input size does once, done now (pf_session_prepare); "" on
+  // success, else the error message.
+  std::string prepare(const pf_input_shape& shape) {
+    return pf_session_prepare(handle_.get(), &shape) == PF_OK ? std::string() : std::string(pf_last_error());
+  }
   // pixel_values rows of `grid` into the session's output stage (pf_session_run_grid); "" on
   // success, else the error message.
   std::string run_grid(const float* input, const pf_grid& grid, float* output) {

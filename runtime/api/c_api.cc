@@ -336,6 +336,37 @@ pf_status pf_session_run(pf_session* session, const float* input, size_t n, floa
   });
 }
 
+pf_status pf_session_prepare(pf_session* session, const pf_input_shape* shape) {
+  if (session == nullptr || shape == nullptr) return fail(PF_INVALID_ARGUMENT, "pf_session_prepare: session and shape must not be null");
+  return guarded("pf_session_prepare", [&] {
+    Session& s = *session->session;
+    const bool sized = shape->height >= 1 && shape->width >= 1;
+    const auto h = static_cast<size_t>(std::max<int64_t>(shape->height, 0)), w = static_cast<size_t>(std::max<int64_t>(shape->width, 0));
+    Status st;
+    switch (shape->kind) {
+      case PF_INPUT_PIXEL_VALUES: st = s.prepare_rows(FrameGrid{shape->grid.t, shape->grid.h, shape->grid.w}); break;
+      case PF_INPUT_FRAMES:
+      case PF_INPUT_IMAGES:
+        if (!sized) {
+          return fail(PF_INVALID_ARGUMENT, cat("pf_session_prepare: frame size ", shape->height, "x", shape->width,
+                                               " must be positive"));
+        }
+        if (shape->kind == PF_INPUT_FRAMES) {
+          st = s.prepare_frames(shape->t, h, w);
+        } else if (static_cast<uint32_t>(shape->format) > PF_PIXEL_YUYV) {
+          return fail(PF_INVALID_ARGUMENT, cat("pf_session_prepare: pixel format ", static_cast<int>(shape->format),
+                                               " is not a pf_pixel_format"));
+        } else {
+          st = s.prepare_images(static_cast<PixelFormat>(shape->format), shape->t, h, w);
+        }
+        break;
+      default:
+        return fail(PF_INVALID_ARGUMENT, cat("pf_session_prepare: kind ", static_cast<int>(shape->kind), " is not a pf_input_kind"));
+    }
+    return st.ok() ? PF_OK : fail(st.error());
+  });
+}
+
 pf_status pf_session_run_grid(pf_session* session, const float* input, const pf_grid* grid, float* output) {
   if (session == nullptr || grid == nullptr) return fail(PF_INVALID_ARGUMENT, "pf_session_run_grid: session and grid must not be null");
   return guarded("pf_session_run_grid", [&] {
@@ -443,34 +474,14 @@ pf_status pf_image_packed(pf_image* image, pf_pixel_format format, const uint8_t
     return fail(PF_INVALID_ARGUMENT, cat("pf_image_packed: format ", static_cast<int>(format), " and size ", width, "x",
                                          height, " must be a pf_pixel_format and 1..32768 per side"));
   }
+  const ImageView v = packed_image(static_cast<PixelFormat>(format), data, static_cast<size_t>(width), static_cast<size_t>(height));
   *image = pf_image{};
   image->format = format;
   image->width = width;
   image->height = height;
-  const int64_t cw = (width + 1) / 2, ch = (height + 1) / 2;
-  const uint8_t* p = data;
-  const auto plane = [&](int i, int64_t stride, int64_t rows) {
-    image->planes[i] = p;
-    image->row_stride_bytes[i] = stride;
-    p += stride * rows;
-  };
-  switch (format) {
-    case PF_PIXEL_RGB:
-    case PF_PIXEL_BGR: plane(0, width * 3, height); break;
-    case PF_PIXEL_RGBA:
-    case PF_PIXEL_BGRA: plane(0, width * 4, height); break;
-    case PF_PIXEL_GRAY8: plane(0, width, height); break;
-    case PF_PIXEL_NV12:
-    case PF_PIXEL_NV21:
-      plane(0, width, height);
-      plane(1, cw * 2, ch);
-      break;
-    case PF_PIXEL_I420:
-      plane(0, width, height);
-      plane(1, cw, ch);
-      plane(2, cw, ch);
-      break;
-    case PF_PIXEL_YUYV: plane(0, cw * 4, height); break;
+  for (int p = 0; p < 3; ++p) {
+    image->planes[p] = v.planes[p];
+    image->row_stride_bytes[p] = static_cast<int64_t>(v.row_stride[p]);
   }
   return PF_OK;
 }

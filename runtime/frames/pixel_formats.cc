@@ -83,6 +83,55 @@ const libyuv::YuvConstants* yvu_matrix(ColorMatrix m) {
 
 }  // namespace
 
+ImageView packed_image(PixelFormat format, const uint8_t* data, size_t width, size_t height) {
+  ImageView v;
+  v.format = format;
+  v.width = width;
+  v.height = height;
+  const size_t cw = (width + 1) / 2, ch = (height + 1) / 2;
+  const uint8_t* p = data;
+  const auto plane = [&](int i, size_t stride, size_t rows) {
+    v.planes[i] = p;
+    v.row_stride[i] = stride;
+    p += stride * rows;
+  };
+  switch (format) {
+    case PixelFormat::kRgb:
+    case PixelFormat::kBgr: plane(0, width * 3, height); break;
+    case PixelFormat::kRgba:
+    case PixelFormat::kBgra: plane(0, width * 4, height); break;
+    case PixelFormat::kGray8: plane(0, width, height); break;
+    case PixelFormat::kNv12:
+    case PixelFormat::kNv21:
+      plane(0, width, height);
+      plane(1, cw * 2, ch);
+      break;
+    case PixelFormat::kI420:
+      plane(0, width, height);
+      plane(1, cw, ch);
+      plane(2, cw, ch);
+      break;
+    case PixelFormat::kYuyv: plane(0, cw * 4, height); break;
+  }
+  return v;
+}
+
+size_t packed_image_bytes(PixelFormat format, size_t width, size_t height) {
+  const size_t cw = (width + 1) / 2, ch = (height + 1) / 2;
+  switch (format) {
+    case PixelFormat::kRgb:
+    case PixelFormat::kBgr: return width * 3 * height;
+    case PixelFormat::kRgba:
+    case PixelFormat::kBgra: return width * 4 * height;
+    case PixelFormat::kGray8: return width * height;
+    case PixelFormat::kNv12:
+    case PixelFormat::kNv21: return width * height + cw * 2 * ch;
+    case PixelFormat::kI420: return width * height + 2 * cw * ch;
+    case PixelFormat::kYuyv: return cw * 4 * height;
+  }
+  return 0;
+}
+
 Status check_image(const ImageView& v, const char* where) {
   PF_CHECK(v.format <= PixelFormat::kYuyv, Code::kInvalidArgument, where, ": pixel format ",
            static_cast<int>(v.format), " is not one of rgb, bgr, rgba, bgra, gray8, nv12, nv21, i420, yuyv");

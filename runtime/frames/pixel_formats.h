@@ -38,6 +38,12 @@ constexpr size_t kMaxImageSide = 1u << 15;
 constexpr uint64_t kMaxImagePixels = uint64_t{1} << 28;
 Status check_image(const ImageView& image, const char* where);
 
+// A tightly packed frame of `format` at `data`: rows of width * bytes per pixel, planes one after
+// the other (4:2:0 chroma at ceil(width/2) x ceil(height/2)), as camera dumps and decoders write
+// them; packed_image_bytes is its size. Sides of 1 to kMaxImageSide.
+ImageView packed_image(PixelFormat format, const uint8_t* data, size_t width, size_t height);
+size_t packed_image_bytes(PixelFormat format, size_t width, size_t height);
+
 // The scratch rgb_row and planes_row need for one row of `image`.
 size_t rgb_row_scratch_bytes(const ImageView& image);
 

@@ -455,4 +455,58 @@ Status Session::run_grid(const float* input, const FrameGrid& g, float* output) 
   return {};
 }
 
+// The prepare calls run the path once on blank input; the last profile stays the last real run's.
+Status Session::prepare_rows(const FrameGrid& g) {
+  PF_CHECK(precision_ != Precision::kInt8, Code::kUnsupported,
+           "prepare: precision int8 takes frames only, so there are no pixel_values rows to prepare");
+  PF_ASSIGN_OR_RETURN(const int64_t out_rows, output_rows(g));
+  const RunProfile kept = profile_;
+  try {
+    std::vector<float> input(static_cast<size_t>(g.rows() * module_.patch_volume), 0.0f);
+    std::vector<float> output(static_cast<size_t>(out_rows * module_.geometry.embed_dim));
+    Status s = encoder_ ? run_grid(input.data(), g, output.data()) : run(input.data(), static_cast<size_t>(g.rows()), output.data());
+    profile_ = kept;
+    return s;
+  } catch (const std::bad_alloc&) {
+    return make_error(Code::kOutOfMemory, cat("prepare: out of memory for grid ", g.t, "x", g.h, "x", g.w));
+  }
+}
+
+Status Session::prepare_frames(size_t t, size_t height, size_t width) {
+  PF_CHECK(t >= 1, Code::kInvalidArgument, "prepare: t = 0; at least one frame is needed");
+  PF_ASSIGN_OR_RETURN(const FrameGrid g, frames_grid(t, height, width));
+  PF_ASSIGN_OR_RETURN(const int64_t out_rows, output_rows(g));
+  const RunProfile kept = profile_;
+  try {
+    const auto channels = static_cast<size_t>(module_.geometry.in_channels);
+    const std::vector<uint8_t> blank(height * width * channels, 0);
+    const std::vector<const uint8_t*> frames(t, blank.data());
+    std::vector<float> output(static_cast<size_t>(out_rows * module_.geometry.embed_dim));
+    Status s = run_frames(frames.data(), t, height, width, width * channels, output.data(), nullptr);
+    profile_ = kept;
+    return s;
+  } catch (const std::bad_alloc&) {
+    return make_error(Code::kOutOfMemory, cat("prepare: out of memory for ", t, " frames of ", height, "x", width));
+  }
+}
+
+Status Session::prepare_images(PixelFormat format, size_t t, size_t height, size_t width) {
+  PF_CHECK(t >= 1, Code::kInvalidArgument, "prepare: t = 0; at least one image is needed");
+  PF_CHECK(height >= 1 && width >= 1 && height <= kMaxImageSide && width <= kMaxImageSide, Code::kInvalidArgument,
+           "prepare: image size ", height, "x", width, " must be 1..", kMaxImageSide, " per side");
+  PF_ASSIGN_OR_RETURN(const FrameGrid g, images_grid(t, height, width));
+  PF_ASSIGN_OR_RETURN(const int64_t out_rows, output_rows(g));
+  const RunProfile kept = profile_;
+  try {
+    const std::vector<uint8_t> blank(packed_image_bytes(format, width, height), 0);
+    const std::vector<ImageView> images(t, packed_image(format, blank.data(), width, height));
+    std::vector<float> output(static_cast<size_t>(out_rows * module_.geometry.embed_dim));
+    Status s = run_images(images.data(), t, output.data(), nullptr);
+    profile_ = kept;
+    return s;
+  } catch (const std::bad_alloc&) {
+    return make_error(Code::kOutOfMemory, cat("prepare: out of memory for ", t, " images of ", height, "x", width));
+  }
+}
+
 }  // namespace patchfuse

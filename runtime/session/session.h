@@ -75,6 +75,15 @@ class Session {
   // t-frame video): *height x *width x 3 bytes into `out`, which holds `capacity` bytes.
   Status preprocess(const ImageView& image, size_t t, uint8_t* out, size_t capacity, size_t* height, size_t* width);
 
+  // Does ahead of time everything the first run of this size would do once (resize tables, the
+  // folded and packed weights of its path, the kernel's primitives for its chunk sizes, buffers and
+  // their first touch, the encoder input's grid terms) by running that path once on a blank input
+  // into scratch memory, so the next run of the size runs at steady speed. pixel_values rows of
+  // `grid`; t frames of height x width (RGB); t images of height x width in `format`.
+  Status prepare_rows(const FrameGrid& grid);
+  Status prepare_frames(size_t t, size_t height, size_t width);
+  Status prepare_images(PixelFormat format, size_t t, size_t height, size_t width);
+
   const Backend& backend() const { return *backend_; }
   Precision precision() const { return precision_; }
   bool fused() const { return fused_; }
