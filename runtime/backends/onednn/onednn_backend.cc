@@ -131,7 +131,7 @@ class OneDnnKernel final : public Kernel {
   struct Plan {
     dnnl::primitive compute;
     dnnl::reorder to_bf16;  // f32 user input -> bf16 (bf16 precision only)
-    dnnl::memory user_src, src, dst;
+    dnnl::memory user_src, src, dst, scratchpad;
     void* owned_src = nullptr;  // src's own bf16 buffer (run_bf16 points src elsewhere for a call)
     std::unordered_map<int, dnnl::memory> args;  // built once; the handles above are re-pointed per run
   };
@@ -182,6 +182,10 @@ class OneDnnKernel final : public Kernel {
     // (DNNL_RUNTIME_F32_VAL), oneDNN 2.6 falls back to slower kernels.
     dnnl::primitive_attr attr;
     if (int8_) attr.set_output_scales(1 << 1, scales_);
+    // The plan owns its scratchpad: oneDNN's own ("library") scratchpad is allocated and freed on
+    // every execution, and glibc then hands the run fresh pages after a size was first seen, so a
+    // run right after pf_session_prepare still paid their page faults.
+    attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
     if (fused_ && !gemm_as_conv()) {
       return dnnl::matmul::primitive_desc(dnnl::matmul::desc(src, weights_md, bias, dst), attr, engine_);
     }
@@ -301,6 +305,8 @@ class OneDnnKernel final : public Kernel {
               {DNNL_ARG_WEIGHTS, weights_in(pd.weights_desc())},
               {DNNL_ARG_DST, p.dst}};
     if (has_bias_) p.args[DNNL_ARG_BIAS] = bias_;
+    p.scratchpad = dnnl::memory(pd.scratchpad_desc(), engine_);
+    p.args[DNNL_ARG_SCRATCHPAD] = p.scratchpad;
     return plans_.emplace(n, std::move(p)).first->second;
   }
 
