@@ -86,6 +86,25 @@ TEST(ImageFiles, BrokenFilesAreRefusedWithTheReason) {
       refused(dir / name, DecodeOptions(), "truncated");
     }
   }
+  // A GIF whose blocks are all there but whose LZW data stops halfway (half its data sub-blocks,
+  // then the terminator and the trailer): Pillow says "image file is truncated", and so do we.
+  {
+    const std::vector<uint8_t> g = testing::read_bytes(kDir + "/decode/gif_palette.gif");
+    size_t at = 13 + (g[10] & 0x80 ? size_t{3} << ((g[10] & 7) + 1) : 0);
+    while (g[at] == 0x21) {  // extensions
+      for (at += 2; g[at] != 0; at += 1 + g[at]) {}
+      ++at;
+    }
+    ASSERT_EQ(g[at], 0x2C);
+    at += 10 + (g[at + 9] & 0x80 ? size_t{3} << ((g[at + 9] & 7) + 1) : 0) + 1;
+    std::vector<size_t> blocks;
+    for (; g[at] != 0; at += 1 + g[at]) blocks.push_back(at);
+    std::vector<uint8_t> cut(g.begin(), g.begin() + static_cast<std::ptrdiff_t>(blocks[blocks.size() / 2]));
+    cut.push_back(0);
+    cut.push_back(0x3B);
+    testing::write_bytes(dir / "short_lzw.gif", cut);
+    refused(dir / "short_lzw.gif", DecodeOptions(), "truncated GIF: its image data covers");
+  }
   testing::write_text(dir / "empty.ppm", "P6\n0 0\n255\n");
   refused(dir / "empty.ppm", DecodeOptions(), "empty.ppm");
   // WebP cut short, or with its RIFF header damaged, is refused by libwebp's demuxer.

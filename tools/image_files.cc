@@ -287,9 +287,20 @@ Expected<Image> decode_image(const std::string& path, const DecodeOptions& optio
     header.width = static_cast<size_t>(w);
     header.height = static_cast<size_t>(h);
     img.bytes.resize(header.width * header.height * 3);
+    size_t undrawn = 0;
     for (size_t i = 0; i < header.width * header.height; ++i) {
       const stbi_uc* p = pixels.get() + 4 * i;
+      undrawn += p[3] == 0;
       std::memcpy(img.bytes.data() + 3 * i, check.transparent && p[3] == 0 ? check.transparent_rgb : p, 3);
+    }
+    // stb_image leaves a GIF's pixels that its LZW codes never reach at alpha 0 (with a zero
+    // background index, as Pillow writes): in a GIF without a transparent index they are pixels
+    // the data does not cover, which Pillow refuses ("image file is truncated").
+    const bool gif = starts("GIF87a") || starts("GIF89a");
+    if (gif && !check.transparent && undrawn > 0) {
+      return {PF_INVALID_ARGUMENT, path + ": truncated GIF: its image data covers " +
+                                       std::to_string(header.width * header.height - undrawn) + " of " +
+                                       std::to_string(header.width * header.height) + " pixels"};
     }
   }
   if (!err.empty()) return {PF_INVALID_ARGUMENT, err};
