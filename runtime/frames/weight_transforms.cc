@@ -13,20 +13,28 @@ FoldedWeights fold_normalization(const ModuleView& m, const Preprocessing& p, bo
   f.k = still ? channels * pp : k_in;
   f.weight.resize(static_cast<size_t>(out * f.k));
   f.bias.resize(static_cast<size_t>(out));
+  std::vector<double> scale(static_cast<size_t>(channels)), offset(static_cast<size_t>(channels));
+  for (size_t c = 0; c < scale.size(); ++c) {
+    scale[c] = static_cast<double>(p.rescale_factor) / kPixelScale / p.std[c];
+    offset[c] = (kPixelCentre * static_cast<double>(p.rescale_factor) - p.mean[c]) / p.std[c];
+  }
+  // One weight row at a time widened to f32 in one call: a load per element through the dtype
+  // switch made folding a 1280 x 1176 bf16 module take 17 ms of a session's creation.
+  std::vector<float> row(static_cast<size_t>(k_in));
   std::vector<double> acc(static_cast<size_t>(f.k));
+  const size_t row_bytes = static_cast<size_t>(k_in) * dtype_size(m.weight.dtype);
   for (int64_t o = 0; o < out; ++o) {
+    convert_elements(m.weight.data + static_cast<size_t>(o) * row_bytes, m.weight.dtype,
+                     reinterpret_cast<uint8_t*>(row.data()), DType::kF32, row.size());
     double shift = m.bias ? load_as_f32(m.bias->data, m.bias->dtype, static_cast<size_t>(o)) : 0.0;
     std::fill(acc.begin(), acc.end(), 0.0);
     for (int64_t c = 0; c < channels; ++c) {
-      const double scale = static_cast<double>(p.rescale_factor) / kPixelScale / p.std[static_cast<size_t>(c)];
-      const double offset =
-          (kPixelCentre * static_cast<double>(p.rescale_factor) - p.mean[static_cast<size_t>(c)]) / p.std[static_cast<size_t>(c)];
       for (int64_t t = 0; t < frames; ++t) {
+        const float* w = &row[static_cast<size_t>((c * frames + t) * pp)];
+        double* a = &acc[static_cast<size_t>(still ? c * pp : (c * frames + t) * pp)];
         for (int64_t i = 0; i < pp; ++i) {
-          const size_t src = static_cast<size_t>(o * k_in + (c * frames + t) * pp + i);
-          const double w = load_as_f32(m.weight.data, m.weight.dtype, src);
-          shift += w * offset;
-          acc[static_cast<size_t>(still ? c * pp + i : (c * frames + t) * pp + i)] += w * scale;
+          shift += w[i] * offset[static_cast<size_t>(c)];
+          a[i] += w[i] * scale[static_cast<size_t>(c)];
         }
       }
     }
