@@ -11,7 +11,7 @@
  *   pf_session_options_init(&opts);         // backend auto, 1 thread, precision auto, fused path
  *   opts.threads = 2;
  *   pf_session* session = NULL;
- *   pf_session_create(model, 0, &opts, &session);  // module 0; weights are packed here, once
+ *   pf_session_create(model, 0, &opts, &session);  // module 0; packs the weights its model is for
  *
  *   pf_module_info info;
  *   pf_model_get_module(model, 0, &info);   // info.patch_volume = C*kt*kh*kw, info.embed_dim
@@ -245,8 +245,11 @@ PF_API pf_status pf_model_find_module(const pf_model* model, const char* path, s
 /** Defaults: PF_BACKEND_AUTO, 1 thread, PF_PRECISION_AUTO, PF_PATH_FUSED, PF_OUTPUT_PATCHES. */
 PF_API void pf_session_options_init(pf_session_options* options);
 
-/** Creates a session for one module: checks the fusion rules, picks the kernels, packs the
- *  weights. An original-layout module is fused here for the fused path.
+/** Creates a session for one module: checks the fusion rules, picks the kernels, and packs the
+ *  weights of the input the model is for: a model with preprocessing, its still-image weights
+ *  (normalization folded in; quantized in int8); otherwise its pixel_values weights. The other
+ *  inputs' weights (pixel_values, video) are packed once, on their first use: pf_session_prepare
+ *  or their first run. An original-layout module is fused here for the fused path.
  *  @param model    must outlive the session.
  *  @param options  not retained; null means the defaults.
  *  @param out      receives the session; release it with pf_session_release.
@@ -336,7 +339,7 @@ PF_API pf_status pf_session_frames_grid(const pf_session* session, size_t t, siz
  *  weights are summed over time); a video's frames are grouped temporal_patch_size at a time, an
  *  odd count repeating the last; rows come in 2x2 merge groups. Conv2d models: t images, each
  *  giving its patches in raster order (row-major over the patch grid).
- *  Each weight set (still, video) is folded and packed once, on its first use.
+ *  Each weight set (still, video) is folded and packed once: the still one at creation.
  *  @param frames  `t` pointers to frames of `height` rows, HWC interleaved (R, G, B bytes), rows
  *                 `row_stride_bytes` apart (>= width * 3); read only during the call; no padding
  *                 needed. Separate pointers because video frames usually live in separate buffers.
@@ -405,10 +408,10 @@ typedef struct pf_input_shape {
 } pf_input_shape;
 
 /** Does ahead of time what the first run of this input size would do once: the resize tables, the
- *  folded and packed weights of its path (still image or video), the backend's primitives for the
- *  chunk sizes it runs (oneDNN's JIT included), the session's buffers, and the encoder input's
- *  grid terms; it runs that path once on a blank input into scratch memory, so the next run of
- *  that size runs at steady speed (a run of another size still pays its own first run). Not
+ *  folded and packed weights of its path (pixel_values or video), the backend's primitives for the
+ *  chunk sizes it runs (oneDNN's JIT included), the session's buffers (first touched), and the
+ *  encoder input's grid terms, without running anything, so the next run of that size runs at
+ *  steady speed (a run of another size still pays its own first run). Not
  *  retained: `shape` is read during the call. The session's last profile is left as it was.
  *  @return PF_OK, PF_INVALID_ARGUMENT (null, unknown kind or format, a size or grid the run would
  *          refuse), PF_UNSUPPORTED (as the run: no preprocessing, int8 pixel_values), PF_OUT_OF_MEMORY. */

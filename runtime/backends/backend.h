@@ -47,6 +47,10 @@ class Kernel {
   // where the library does not say which it chose.
   virtual std::string isa() const = 0;
   virtual int threads() const = 0;         // threads actually used
+  // Does now what the first run of n rows would do once, without running: the library's plan for
+  // n (oneDNN's primitive and its JIT code), the kernel's buffers for n, first touched. Kernels
+  // with nothing per n keep the default.
+  virtual Status prepare(size_t /*n*/) { return {}; }
   // bf16 kernels may also take rows already in bf16 (raw bits), so a caller that makes its rows
   // itself, like the frames gather, skips the f32 -> bf16 conversion. Others keep the default.
   virtual bool takes_bf16() const { return false; }

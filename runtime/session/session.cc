@@ -99,13 +99,18 @@ Result<std::unique_ptr<Session>> Session::create(const ModuleView& module, const
   s->threads_ = o.threads;
   if (s->precision_ == Precision::kInt8) {
     if (b.int8_weight_max(&why) < 127) s->note_ = why;  // which weight width, and why
-    // Only frames are exact uint8; the still-image kernel is built now so that a missing
-    // preprocessing fails here and the session can say which kernel it runs.
     PF_CHECK(module.preprocessing.has_value(), Code::kUnsupported, "precision int8 takes frames only and module ",
              module.path, " has no preprocessing (convert the checkpoint with its preprocessor_config.json)");
+  }
+  // One kernel is packed now, so a missing piece fails here and the session can say which kernel
+  // it runs: a model with preprocessing is there for images, so its still-image kernel (folded,
+  // and quantized in int8); the pixel_values rows' otherwise. The other paths' kernels are packed
+  // on first use (pf_session_prepare, or the first run): packing all three at creation cost an
+  // image app 51 ms (f32) for a pixel_values kernel it never ran.
+  if (module.preprocessing) {
     PF_RETURN_IF_ERROR(s->frames_kernel(true));
   } else {
-    PF_ASSIGN_OR_RETURN(s->kernel_, s->create_kernel(s->module_));
+    PF_RETURN_IF_ERROR(s->rows_kernel());
   }
   s->detail_ = s->main_kernel().detail();
   s->isa_ = s->main_kernel().isa();
@@ -124,6 +129,13 @@ Result<std::unique_ptr<Kernel>> Session::create_kernel(const ModuleView& module,
   } catch (const std::bad_alloc&) {
     return make_error(Code::kOutOfMemory, cat("backend ", backend_->name, ": out of memory packing module ", module.path));
   }
+}
+
+Result<Kernel*> Session::rows_kernel() {
+  if (!kernel_) {
+    PF_ASSIGN_OR_RETURN(kernel_, create_kernel(module_));
+  }
+  return kernel_.get();
 }
 
 Result<FrameGrid> Session::frames_grid(size_t t, size_t height, size_t width) const {
@@ -237,8 +249,18 @@ Status Session::run_and_finish(Kernel& kernel, const FrameGrid& g, int64_t t, in
   return {};
 }
 
+Status Session::prepare_chunk(Kernel& kernel, const FrameGrid& g, size_t n, std::vector<size_t>& prepared) {
+  if (std::find(prepared.begin(), prepared.end(), n) != prepared.end()) return {};
+  prepared.push_back(n);
+  PF_RETURN_IF_ERROR(kernel.prepare(n));
+  if (!encoder_) return {};
+  PF_ASSIGN_OR_RETURN(const GridTerms* terms, grid_terms(g.h, g.w));
+  if (!terms->slot.empty()) window_rows_.resize(std::max(window_rows_.size(), n * static_cast<size_t>(module_.geometry.embed_dim)));
+  return {};
+}
+
 template <class Gather>
-Status Session::gather_and_run(FramesKernel& k, const FrameGrid& g, float* output, const Gather& gather) {
+Status Session::gather_and_run(FramesKernel& k, const FrameGrid& g, float* output, const Gather& gather, Pass pass) {
   // Rows in the kernel's own input type: a bf16 kernel gets bf16 rows, with no f32 pass between.
   const int64_t blocks = gather_block_count(g, *module_.preprocessing), blocks_per_t = blocks / g.t;
   const auto rows_per_block = static_cast<size_t>(g.rows() / blocks), row_values = static_cast<size_t>(k.folded.k);
@@ -246,11 +268,16 @@ Status Session::gather_and_run(FramesKernel& k, const FrameGrid& g, float* outpu
     const size_t block_bytes = rows_per_block * row_values * sizeof(buffer[0]);
     const auto per_chunk = static_cast<int64_t>(std::clamp<size_t>(kChunkBytes / block_bytes, 1, static_cast<size_t>(blocks_per_t)));
     buffer.resize(static_cast<size_t>(per_chunk) * rows_per_block * row_values);
+    std::vector<size_t> prepared;
     for (int64_t gt = 0; gt < g.t; ++gt) {
       for (int64_t b = gt * blocks_per_t; b < (gt + 1) * blocks_per_t; b += per_chunk) {
         const int64_t e = std::min(b + per_chunk, (gt + 1) * blocks_per_t);
-        gather(b, e, buffer.data());
         const size_t n = static_cast<size_t>(e - b) * rows_per_block;
+        if (pass == Pass::kPrepare) {
+          PF_RETURN_IF_ERROR(prepare_chunk(*k.kernel, g, n, prepared));
+          continue;
+        }
+        gather(b, e, buffer.data());
         const auto first = static_cast<int64_t>(static_cast<size_t>(b - gt * blocks_per_t) * rows_per_block);
         PF_RETURN_IF_ERROR(run_and_finish(*k.kernel, g, gt, first, n, output, [&](float* out) { return run(buffer.data(), n, out); }));
       }
@@ -279,7 +306,7 @@ Status Session::run_frames(const uint8_t* const* frames, size_t t, size_t height
     PF_ASSIGN_OR_RETURN(FramesKernel * k, frames_kernel(t == 1));
     PF_RETURN_IF_ERROR(gather_and_run(*k, g, output, [&](int64_t begin, int64_t end, auto* rows) {
       gather_on_threads(*k, frames, t, row_stride, g, begin, end, rows);
-    }));
+    }, Pass::kRun));
   } catch (const std::bad_alloc&) {
     return make_error(Code::kOutOfMemory, cat("run_frames: out of memory for ", t, " frames of ", height, "x", width));
   }
@@ -310,16 +337,27 @@ Result<const Resizer*> Session::resizer(size_t t, size_t height, size_t width) {
   return &*resizer_;
 }
 
-void Session::resize_on_threads(Kernel& kernel, const Resizer& r, const ImageView& image, uint8_t* out) {
-  const size_t rows = r.spec().out_h;
-  const size_t parts = std::min<size_t>(rows, static_cast<size_t>(kernel.threads()));
+size_t Session::size_resize_buffers(const Kernel& kernel, const Resizer& r, const ImageView& image, size_t frames) {
+  const size_t parts = std::min<size_t>(r.spec().out_h, static_cast<size_t>(kernel.threads()));
   resize_scratch_.resize(parts);
   for (auto& s : resize_scratch_) s.resize(r.scratch_bytes(image));
+  resized_.resize(std::max(resized_.size(), frames));
+  for (size_t i = 0; i < frames; ++i) resized_[i].resize(r.spec().out_h * r.spec().out_w * 3);
+  return parts;
+}
+
+void Session::resize_on_threads(Kernel& kernel, const Resizer& r, const ImageView& image, uint8_t* out) {
+  const size_t rows = r.spec().out_h;
+  const size_t parts = size_resize_buffers(kernel, r, image, 0);
   timed(profile_.preprocess_ms, [&] {
     kernel.parallelize(parts, [&](size_t i) {
       r.run(image, rows * i / parts, rows * (i + 1) / parts, resize_scratch_[i].data(), out);
     });
   });
+}
+
+size_t Session::resized_frames(size_t t) const {
+  return t == 1 ? 1 : static_cast<size_t>(module_.preprocessing->temporal_patch_size);
 }
 
 Result<FrameGrid> Session::images_grid(size_t t, size_t height, size_t width) const {
@@ -350,10 +388,8 @@ Status Session::run_images(const ImageView* images, size_t t, float* output, Fra
     // A time step's blocks read only its own temporal_patch_size frames, so frames are resized a
     // group at a time into the same buffers; the gather finds them through `frames`.
     const Preprocessing& p = *module_.preprocessing;
-    const auto tps = static_cast<size_t>(t == 1 ? 1 : p.temporal_patch_size);
-    const size_t frame_bytes = spec.out_h * spec.out_w * 3;
-    resized_.resize(tps);
-    for (auto& f : resized_) f.resize(frame_bytes);
+    const size_t tps = resized_frames(t);
+    size_resize_buffers(*k->kernel, *r, images[0], tps);
     std::vector<const uint8_t*> frames(t, nullptr);
     const int64_t blocks_per_t = gather_block_count(g, p) / g.t;
     PF_RETURN_IF_ERROR(gather_and_run(*k, g, output, [&](int64_t begin, int64_t end, auto* rows) {
@@ -365,7 +401,7 @@ Status Session::run_images(const ImageView* images, size_t t, float* output, Fra
         frames[f] = resized_[i].data();
       }
       gather_on_threads(*k, frames.data(), t, spec.out_w * 3, g, begin, end, rows);
-    }));
+    }, Pass::kRun));
     if (grid != nullptr) *grid = g;
   } catch (const std::bad_alloc&) {
     return make_error(Code::kOutOfMemory, cat("run_images: out of memory for ", t, " images of ", images[0].width, "x",
@@ -411,7 +447,8 @@ Status Session::run(const float* input, size_t n, float* output) {
   PF_CHECK(!overlap, Code::kInvalidArgument, "run: output overlaps input");
   profile_ = {};
   try {
-    return timed(profile_.kernel_ms, [&] { return kernel_->run(input, n, output); });
+    PF_ASSIGN_OR_RETURN(Kernel * kernel, rows_kernel());
+    return timed(profile_.kernel_ms, [&] { return kernel->run(input, n, output); });
   } catch (const std::bad_alloc&) {
     return make_error(Code::kOutOfMemory, cat("run: out of memory for N = ", n));
   }
@@ -426,7 +463,6 @@ Status Session::run_grid(const float* input, const FrameGrid& g, float* output) 
   PF_CHECK(g.t <= (int64_t{1} << 20) && g.h <= (int64_t{1} << 20) && g.w <= (int64_t{1} << 20), Code::kInvalidArgument,
            "run_grid: grid ", g.t, "x", g.h, "x", g.w, " must have sides of at most 2^20");
   const auto k = static_cast<size_t>(module_.patch_volume);
-  const auto rows_per_frame = static_cast<size_t>(g.h * g.w);
   PF_CHECK(checked_mul(static_cast<uint64_t>(g.rows()), k).value_or(UINT64_MAX) <= SIZE_MAX / sizeof(float),
            Code::kInvalidArgument, "run_grid: grid ", g.t, "x", g.h, "x", g.w, " overflows the address space");
   const auto* in_begin = reinterpret_cast<const char*>(input);
@@ -436,35 +472,49 @@ Status Session::run_grid(const float* input, const FrameGrid& g, float* output) 
   PF_CHECK(!(in_begin < out_begin + out_bytes && out_begin < in_begin + in_bytes), Code::kInvalidArgument,
            "run_grid: output overlaps input");
   profile_ = {};
+  try {
+    return grid_chunks(input, g, output, Pass::kRun);
+  } catch (const std::bad_alloc&) {
+    return make_error(Code::kOutOfMemory, cat("run_grid: out of memory for grid ", g.t, "x", g.h, "x", g.w));
+  }
+}
+
+Status Session::grid_chunks(const float* input, const FrameGrid& g, float* output, Pass pass) {
+  PF_ASSIGN_OR_RETURN(Kernel * kernel, rows_kernel());
+  const auto k = static_cast<size_t>(module_.patch_volume);
+  const auto rows_per_frame = static_cast<size_t>(g.h * g.w);
   // A chunk of about kChunkBytes of input rows at a time, so the epilogue finds the kernel's
   // output rows in cache; whole rows of merge blocks, so window slots stay within a frame.
   const auto block = static_cast<size_t>(encoder_->merge_size * encoder_->merge_size);
   const size_t per_chunk = std::clamp<size_t>(kChunkBytes / (k * sizeof(float)) / block, 1, rows_per_frame / block) * block;
-  try {
-    for (int64_t t = 0; t < g.t; ++t) {
-      for (size_t first = 0; first < rows_per_frame; first += per_chunk) {
-        const size_t n = std::min(per_chunk, rows_per_frame - first);
-        const float* in = input + (static_cast<size_t>(t) * rows_per_frame + first) * k;
-        PF_RETURN_IF_ERROR(run_and_finish(*kernel_, g, t, static_cast<int64_t>(first), n, output,
-                                          [&](float* out) { return kernel_->run(in, n, out); }));
+  std::vector<size_t> prepared;
+  for (int64_t t = 0; t < g.t; ++t) {
+    for (size_t first = 0; first < rows_per_frame; first += per_chunk) {
+      const size_t n = std::min(per_chunk, rows_per_frame - first);
+      if (pass == Pass::kPrepare) {
+        PF_RETURN_IF_ERROR(prepare_chunk(*kernel, g, n, prepared));
+        continue;
       }
+      const float* in = input + (static_cast<size_t>(t) * rows_per_frame + first) * k;
+      PF_RETURN_IF_ERROR(run_and_finish(*kernel, g, t, static_cast<int64_t>(first), n, output,
+                                        [&](float* out) { return kernel->run(in, n, out); }));
     }
-  } catch (const std::bad_alloc&) {
-    return make_error(Code::kOutOfMemory, cat("run_grid: out of memory for grid ", g.t, "x", g.h, "x", g.w));
   }
   return {};
 }
 
-// The prepare calls run the path once on blank input; the last profile stays the last real run's.
+// The prepare calls do a run's one-time work without running: kernels, tables, buffers (first
+// touched as they are sized), each chunk size's plan and the grid terms. The grid terms add to the
+// profile, which is put back: the last profile stays the last run's.
 Status Session::prepare_rows(const FrameGrid& g) {
   PF_CHECK(precision_ != Precision::kInt8, Code::kUnsupported,
            "prepare: precision int8 takes frames only, so there are no pixel_values rows to prepare");
-  PF_ASSIGN_OR_RETURN(const int64_t out_rows, output_rows(g));
+  PF_RETURN_IF_ERROR(output_rows(g));
   const RunProfile kept = profile_;
   try {
-    std::vector<float> input(static_cast<size_t>(g.rows() * module_.patch_volume), 0.0f);
-    std::vector<float> output(static_cast<size_t>(out_rows * module_.geometry.embed_dim));
-    Status s = encoder_ ? run_grid(input.data(), g, output.data()) : run(input.data(), static_cast<size_t>(g.rows()), output.data());
+    PF_ASSIGN_OR_RETURN(Kernel * kernel, rows_kernel());
+    start_threads(*kernel);
+    Status s = encoder_ ? grid_chunks(nullptr, g, nullptr, Pass::kPrepare) : kernel->prepare(static_cast<size_t>(g.rows()));
     profile_ = kept;
     return s;
   } catch (const std::bad_alloc&) {
@@ -472,17 +522,19 @@ Status Session::prepare_rows(const FrameGrid& g) {
   }
 }
 
+void Session::start_threads(Kernel& kernel) {
+  kernel.parallelize(static_cast<size_t>(kernel.threads()), [](size_t) {});
+}
+
 Status Session::prepare_frames(size_t t, size_t height, size_t width) {
   PF_CHECK(t >= 1, Code::kInvalidArgument, "prepare: t = 0; at least one frame is needed");
   PF_ASSIGN_OR_RETURN(const FrameGrid g, frames_grid(t, height, width));
-  PF_ASSIGN_OR_RETURN(const int64_t out_rows, output_rows(g));
+  PF_RETURN_IF_ERROR(output_rows(g));
   const RunProfile kept = profile_;
   try {
-    const auto channels = static_cast<size_t>(module_.geometry.in_channels);
-    const std::vector<uint8_t> blank(height * width * channels, 0);
-    const std::vector<const uint8_t*> frames(t, blank.data());
-    std::vector<float> output(static_cast<size_t>(out_rows * module_.geometry.embed_dim));
-    Status s = run_frames(frames.data(), t, height, width, width * channels, output.data(), nullptr);
+    PF_ASSIGN_OR_RETURN(FramesKernel * k, frames_kernel(t == 1));
+    start_threads(*k->kernel);
+    Status s = gather_and_run(*k, g, nullptr, [](int64_t, int64_t, auto*) {}, Pass::kPrepare);
     profile_ = kept;
     return s;
   } catch (const std::bad_alloc&) {
@@ -495,13 +547,14 @@ Status Session::prepare_images(PixelFormat format, size_t t, size_t height, size
   PF_CHECK(height >= 1 && width >= 1 && height <= kMaxImageSide && width <= kMaxImageSide, Code::kInvalidArgument,
            "prepare: image size ", height, "x", width, " must be 1..", kMaxImageSide, " per side");
   PF_ASSIGN_OR_RETURN(const FrameGrid g, images_grid(t, height, width));
-  PF_ASSIGN_OR_RETURN(const int64_t out_rows, output_rows(g));
+  PF_RETURN_IF_ERROR(output_rows(g));
   const RunProfile kept = profile_;
   try {
-    const std::vector<uint8_t> blank(packed_image_bytes(format, width, height), 0);
-    const std::vector<ImageView> images(t, packed_image(format, blank.data(), width, height));
-    std::vector<float> output(static_cast<size_t>(out_rows * module_.geometry.embed_dim));
-    Status s = run_images(images.data(), t, output.data(), nullptr);
+    PF_ASSIGN_OR_RETURN(const Resizer* r, resizer(t, height, width));
+    PF_ASSIGN_OR_RETURN(FramesKernel * k, frames_kernel(t == 1));
+    start_threads(*k->kernel);
+    size_resize_buffers(*k->kernel, *r, packed_image(format, nullptr, width, height), resized_frames(t));
+    Status s = gather_and_run(*k, g, nullptr, [](int64_t, int64_t, auto*) {}, Pass::kPrepare);
     profile_ = kept;
     return s;
   } catch (const std::bad_alloc&) {

@@ -1,4 +1,6 @@
-// A session: one module, one backend, one precision, one path; weights packed once at creation.
+// A session: one module, one backend, one precision, one path. Each input path's weights (pixel_values
+// rows, a still image's, a video's) are packed once: the path a model is there for at creation
+// (its still image when it has preprocessing, else its rows), the others on first use.
 // This is where the options are resolved (auto backend, auto precision) and checked against the
 // fusion rules; the backends only build and run kernels.
 #pragma once
@@ -76,10 +78,10 @@ class Session {
   Status preprocess(const ImageView& image, size_t t, uint8_t* out, size_t capacity, size_t* height, size_t* width);
 
   // Does ahead of time everything the first run of this size would do once (resize tables, the
-  // folded and packed weights of its path, the kernel's primitives for its chunk sizes, buffers and
-  // their first touch, the encoder input's grid terms) by running that path once on a blank input
-  // into scratch memory, so the next run of the size runs at steady speed. pixel_values rows of
-  // `grid`; t frames of height x width (RGB); t images of height x width in `format`.
+  // folded and packed weights of its path, the kernel's plans for its chunk sizes, buffers and
+  // their first touch, the encoder input's grid terms), without running, so the next run of the
+  // size runs at steady speed. pixel_values rows of `grid`; t frames of height x width (RGB); t
+  // images of height x width in `format`.
   Status prepare_rows(const FrameGrid& grid);
   Status prepare_frames(size_t t, size_t height, size_t width);
   Status prepare_images(PixelFormat format, size_t t, size_t height, size_t width);
@@ -106,6 +108,16 @@ class Session {
     std::unique_ptr<Kernel> kernel;
   };
   Result<FramesKernel*> frames_kernel(bool still);
+  Result<Kernel*> rows_kernel();  // the pixel_values kernel, packed on first use
+  // A run's chunk loops serve pf_session_prepare too: kPrepare does each chunk size's one-time
+  // work (prepare_chunk) instead of gathering and running, so both see the same chunk sizes.
+  enum class Pass { kRun, kPrepare };
+  // The kernel's plan for n rows, the grid terms and the window buffer; sizes in `prepared` are skipped.
+  Status prepare_chunk(Kernel& kernel, const FrameGrid& grid, size_t n, std::vector<size_t>& prepared);
+  // Encoder-input pixel_values rows of `grid`, a chunk at a time (input and output unused in kPrepare).
+  Status grid_chunks(const float* input, const FrameGrid& grid, float* output, Pass pass);
+  // Starts the kernel's thread pool (OpenMP starts its threads on the first parallel region).
+  static void start_threads(Kernel& kernel);
   // Gathers the rows for `grid` in the kernel's input type and runs the kernel on them, a chunk at
   // a time: `gather(block_begin, block_end, rows)` fills the rows of those blocks (all of one time
   // step) on the kernel's threads. A chunk is about kChunkBytes of rows, so they are still in
@@ -122,7 +134,7 @@ class Session {
   static constexpr size_t kCachedGrids = 4;
   Result<const GridTerms*> grid_terms(int64_t h, int64_t w);
   template <class Gather>
-  Status gather_and_run(FramesKernel& k, const FrameGrid& grid, float* output, const Gather& gather);
+  Status gather_and_run(FramesKernel& k, const FrameGrid& grid, float* output, const Gather& gather, Pass pass);
   // Gathers blocks [begin, end) of `grid` from `frames` into `rows` (block `begin` first), one
   // contiguous range per thread.
   template <class T>
@@ -132,10 +144,14 @@ class Session {
   Result<const Resizer*> resizer(size_t t, size_t height, size_t width);
   // Resizes `image` into `out` (the resizer's out_h x out_w x 3) on `kernel`'s threads.
   void resize_on_threads(Kernel& kernel, const Resizer& r, const ImageView& image, uint8_t* out);
+  // Sizes the resize's per-thread scratch for `image` and `frames` resized frames; returns the
+  // number of threads the resize runs on.
+  size_t size_resize_buffers(const Kernel& kernel, const Resizer& r, const ImageView& image, size_t frames);
+  size_t resized_frames(size_t t) const;  // frames of t images resized at a time: temporal_patch_size, 1 for a still image
   Result<std::unique_ptr<Kernel>> create_kernel(const ModuleView& module, const Int8Weights* int8 = nullptr) const;
-  // The pixel_values kernel, or (int8 sessions, which have none) the still-image frames kernel.
-  const Kernel& main_kernel() const { return kernel_ ? *kernel_ : *still_->kernel; }
-  Kernel& main_kernel() { return kernel_ ? *kernel_ : *still_->kernel; }
+  // The kernel packed at creation: the still image's, or the pixel_values rows' for a model without preprocessing.
+  const Kernel& main_kernel() const { return still_ ? *still_->kernel : *kernel_; }
+  Kernel& main_kernel() { return still_ ? *still_->kernel : *kernel_; }
   int threads_ = 1;
   std::unique_ptr<FramesKernel> still_, video_;
   std::vector<float> rows_;          // a chunk of gathered rows, reused across runs (f32 kernels)
@@ -150,7 +166,7 @@ class Session {
   const Backend* backend_ = nullptr;
   Precision precision_ = Precision::kF32;
   bool fused_ = true;
-  std::unique_ptr<Kernel> kernel_;  // pixel_values; null in int8 sessions
+  std::unique_ptr<Kernel> kernel_;  // pixel_values, once used; never in int8 sessions
   std::string detail_, isa_, note_;
   RunProfile profile_;  // the last run's; each run starts it from zero
   const EncoderInputSpec* encoder_ = nullptr;  // encoder-input sessions: the model's spec

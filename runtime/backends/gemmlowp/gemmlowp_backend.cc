@@ -90,6 +90,12 @@ class GemmlowpKernel final : public Kernel {
     variant_.parallel_for(context_, parts, &Epilogue::run, &e);
     return {};
   }
+  // gemmlowp sizes its packing buffers on a GEMM's first call, so n blank rows run once here.
+  Status prepare(size_t n) override {
+    const std::vector<uint8_t> blank(n * static_cast<size_t>(int8_.k));
+    std::vector<float> out(n * outputs_);
+    return run_u8(blank.data(), n, out.data());
+  }
   void parallelize(size_t n, const std::function<void(size_t)>& task) override {
     if (n <= 1) {
       if (n == 1) task(0);

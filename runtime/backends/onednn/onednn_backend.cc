@@ -15,6 +15,7 @@
 
 #include <oneapi/dnnl/dnnl.hpp>
 #include <algorithm>
+#include <cstring>
 #include <unordered_map>
 
 #include "runtime/frames/weight_transforms.h"
@@ -87,6 +88,15 @@ class OneDnnKernel final : public Kernel {
   Status run_u8(const uint8_t* input, size_t n, float* output) override {
     if (!int8_) return Kernel::run_u8(input, n, output);
     return execute(input, nullptr, n, output);
+  }
+
+  Status prepare(size_t n) override {
+    try {
+      plan_for(static_cast<int64_t>(n));
+    } catch (const dnnl::error& e) {
+      return make_error(Code::kInternal, cat("onednn: preparing N = ", n, " failed: ", e.what()));
+    }
+    return {};
   }
 
   bool takes_bf16() const override { return bf16_; }
@@ -307,6 +317,10 @@ class OneDnnKernel final : public Kernel {
     if (has_bias_) p.args[DNNL_ARG_BIAS] = bias_;
     p.scratchpad = dnnl::memory(pd.scratchpad_desc(), engine_);
     p.args[DNNL_ARG_SCRATCHPAD] = p.scratchpad;
+    // First touched here, where the plan is made (pf_session_prepare, or a size's first run),
+    // rather than page by page inside the plan's first execution.
+    std::memset(p.scratchpad.get_data_handle(), 0, pd.scratchpad_desc().get_size());
+    if (bf16_) std::memset(p.owned_src, 0, pd.src_desc().get_size());
     return plans_.emplace(n, std::move(p)).first->second;
   }
 

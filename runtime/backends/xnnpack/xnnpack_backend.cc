@@ -133,6 +133,16 @@ class XnnpackKernel final : public Kernel {
     return {};
   }
 
+  Status prepare(size_t n) override {  // the buffers a run of n rows uses
+    staged_.get(std::min(n, kStagedRows) * k_);
+    if (!fused_) nhwc_.get(n * k_);
+    if (f16_) {
+      in16_.get(n * k_);
+      out16_.get(n * out_);
+    }
+    return {};
+  }
+
   std::string isa() const override { return ""; }  // XNNPACK 2022 does not report its microkernel choice
   std::string detail() const override {
     return fused_ ? cat("XNNPACK fully-connected ", f16_ ? "f16" : "f32")
