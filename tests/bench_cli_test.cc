@@ -149,7 +149,43 @@ TEST_F(BenchCli, ImageErrorsNameTheRule) {
   EXPECT_NE(plain.err.find("has no preprocessing"), std::string::npos) << plain.err;
 }
 
+// --cold: every configuration in fresh processes, with and without prepare, as medians.
+TEST_F(BenchCli, ColdTimesFreshProcessesWithAndWithoutPrepare) {
+#ifdef PATCHFUSE_TOOLS_EMULATED
+  GTEST_SKIP() << "--cold starts fresh processes of the bench, which qemu-user runs only with binfmt_misc";
+#endif
+  const CommandResult r = bench("--backend reference --precision f32,f16 --image 56x56 --cold 2 --runs 2 --warmup 0 --json " +
+                                (dir_ / "cold.json"));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("cold start: 2 fresh processes"), std::string::npos) << r.out;
+  const auto j = nlohmann::json::parse(testing::read_bytes(dir_ / "cold.json"));
+  EXPECT_EQ(j["cold_processes"], 2);
+  ASSERT_EQ(j["cold"].size(), 4u) << "f32 and f16, each without and with prepare";
+  for (const auto& res : j["cold"]) {
+    SCOPED_TRACE(res.dump());
+    if (res["precision_requested"] == "f16") {
+      EXPECT_NE(res["error"].get<std::string>().find("precision f16"), std::string::npos) << "reported, not dropped";
+      continue;
+    }
+    ASSERT_FALSE(res.contains("error"));
+    EXPECT_EQ(res["processes"], 2);
+    EXPECT_EQ(res["backend"], "reference");
+    for (const char* f : {"median_create_ms", "median_first_ms", "median_steady_p50_ms", "median_first_over_p50"}) {
+      EXPECT_GT(res[f].get<double>(), 0.0) << f;
+    }
+    if (res["prepare"].get<bool>()) {
+      EXPECT_GT(res["median_prepare_ms"].get<double>(), 0.0);
+    } else {
+      EXPECT_EQ(res["median_prepare_ms"].get<double>(), 0.0) << "the process without prepare did not call it";
+    }
+    const double cold = res["median_create_prepare_first_over_p50"].get<double>();
+    EXPECT_GE(cold, res["median_first_over_p50"].get<double>() * 0.999) << "create + prepare + first includes the first run";
+  }
+}
+
 TEST_F(BenchCli, UsageErrors) {
+  EXPECT_EQ(bench("--cold 2 --path both").exit_code, 2) << "--cold times the fused path";
+  EXPECT_EQ(bench("--cold 0").exit_code, 2);
   EXPECT_EQ(bench("--path sideways").exit_code, 2);
   EXPECT_EQ(bench("--patches 0").exit_code, 2);
   EXPECT_EQ(bench("--pin x").exit_code, 2);

@@ -8,6 +8,7 @@
 // With --output-stage patches,encoder-input both stages are timed alternately too, so the encoder
 // input's cost (its epilogue, with the grid's terms cached) is a ratio from one run.
 #include <sched.h>
+#include <unistd.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 
@@ -26,6 +27,7 @@
 #include "tools/machine_info.h"
 #include "cli/npy.h"
 #include "tools/option_names.h"
+#include "tools/bench_cold.h"
 
 namespace {
 
@@ -74,6 +76,8 @@ struct Options {
   double min_time = 0.0;  // seconds of timed runs per configuration, on top of --runs
   uint32_t seed = 1;
   size_t frames = 1;
+  int cold = 0;             // --cold N: fresh processes per configuration
+  std::string cold_child;   // hidden: this process is one of them ("prepare" or "no-prepare")
 };
 
 // What one timed configuration runs: the pixel_values path or the frames path, on a path, into
@@ -130,11 +134,62 @@ int main(int argc, char** argv) {
   app.add_option("--format", o.format, "Pixel format of the --image source: rgb|bgr|rgba|bgra|gray8|nv12|nv21|i420|yuyv")
       ->check(CLI::IsMember(patchfuse::keys_of(patchfuse::pixel_format_names())));
   app.add_option("--frames", o.frames, "Frames of the --image video (1 = still image)")->check(CLI::Range(1, 4096));
+  app.add_option("--cold", o.cold, "Instead of the steady table: N fresh processes per backend x precision x threads, "
+                                   "with and without pf_session_prepare; medians of open, create, prepare and the first "
+                                   "run beside the steady p50 (first --output-stage, first --patches)")
+      ->check(CLI::Range(1, 1000));
+  app.add_option("--cold-child", o.cold_child)->check(CLI::IsMember({"prepare", "no-prepare"}))->group("");
   if (auto code = patchfuse::parse_command_line(app, argc, argv, "patchfuse-bench")) return *code;
   auto fail = [](const std::string& m) {
     std::fprintf(stderr, "patchfuse-bench: error: %s\n", m.c_str());
     return 1;
   };
+
+  if (o.cold > 0 || !o.cold_child.empty()) {
+    if (o.path != "fused" || !o.input.empty()) {
+      std::fprintf(stderr, "patchfuse-bench: usage error: --cold times the fused path on synthetic input: drop --path and --input\n");
+      return 2;
+    }
+    if (std::count(o.stages.begin(), o.stages.end(), "encoder-input") > 0 && o.image.empty()) {
+      std::fprintf(stderr, "patchfuse-bench: usage error: --output-stage encoder-input needs --image HxW (its terms depend on the grid)\n");
+      return 2;
+    }
+    patchfuse::ColdConfig c;
+    c.model = o.model;
+    c.module = o.module;
+    c.stage = o.stages.front();
+    c.image = o.image;
+    c.format = o.format;
+    c.frames = o.frames;
+    c.patches = o.patches.front();
+    c.warmup = o.warmup;
+    c.runs = o.runs;
+    c.seed = o.seed;
+    if (!o.cold_child.empty()) {
+      c.backend = o.backends.front();
+      c.precision = o.precisions.front();
+      c.threads = o.threads.front();
+      c.prepare = o.cold_child == "prepare";
+      return patchfuse::cold_child(c);
+    }
+    std::vector<patchfuse::ColdConfig> configs;
+    for (const std::string& backend : o.backends) {
+      for (const std::string& precision : o.precisions) {
+        for (int threads : o.threads) {
+          configs.push_back(c);
+          configs.back().backend = backend;
+          configs.back().precision = precision;
+          configs.back().threads = threads;
+        }
+      }
+    }
+    // This executable's own path (qemu-user answers with the emulated binary's, not its own).
+    std::string self(4096, '\0');
+    const ssize_t len = readlink("/proc/self/exe", self.data(), self.size());
+    if (len <= 0) return fail("--cold: cannot find this executable (/proc/self/exe)");
+    self.resize(static_cast<size_t>(len));
+    return patchfuse::cold_parent(self, configs, o.cold, o.json);
+  }
 
   if (!o.pin.empty()) {
     cpu_set_t set;
@@ -208,7 +263,7 @@ int main(int argc, char** argv) {
     image_grid = *grid;
   }
   const size_t max_n = *std::max_element(o.patches.begin(), o.patches.end());
-  std::vector<float> input(max_n * k);
+  std::vector<float> input = o.input.empty() ? patchfuse::synthetic_rows(max_n * k, o.seed) : std::vector<float>(max_n * k);
   if (!o.input.empty()) {
     auto x = patchfuse::read_npy(o.input);
     if (!x.ok()) return fail(x.error().message);
@@ -218,14 +273,6 @@ int main(int argc, char** argv) {
     const float* rows = reinterpret_cast<const float*>(x->bytes.data());
     const size_t m = static_cast<size_t>(x->shape[0]);
     for (size_t i = 0; i < max_n; ++i) std::copy(rows + (i % m) * k, rows + (i % m + 1) * k, input.begin() + static_cast<std::ptrdiff_t>(i * k));
-  } else {
-    uint64_t s = o.seed;
-    for (float& v : input) {  // SplitMix64 -> [-1, 1)
-      uint64_t z = (s += 0x9E3779B97F4A7C15ull);
-      z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-      z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-      v = static_cast<float>(static_cast<double>((z ^ (z >> 31)) >> 11) / 4503599627370496.0 - 1.0);
-    }
   }
   std::vector<float> output((max_n + static_cast<size_t>(image_grid.t)) * out);  // room for class rows
 

@@ -1,0 +1,263 @@
+#include "tools/bench_cold.h"
+
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <nlohmann/json.hpp>
+
+#include "patchfuse/patchfuse.hpp"
+#include "runtime/core/output_file.h"
+#include "tools/image_files.h"
+#include "tools/option_names.h"
+
+extern char** environ;
+
+namespace patchfuse {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using ojson = nlohmann::ordered_json;
+
+double ms_since(Clock::time_point t) { return std::chrono::duration<double, std::milli>(Clock::now() - t).count(); }
+
+double median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const size_t m = v.size() / 2;
+  return v.size() % 2 ? v[m] : (v[m - 1] + v[m]) / 2;
+}
+
+int child_error(const std::string& message) {
+  std::printf("%s\n", ojson{{"error", message}}.dump().c_str());
+  return 1;
+}
+
+// Runs `self` with `args`; its stdout, or an {"error"} line when it could not be started.
+std::string run_child(const std::string& self, const std::vector<std::string>& args) {
+  int fds[2];
+  if (pipe(fds) != 0) return ojson{{"error", "pipe failed"}}.dump();
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_adddup2(&actions, fds[1], STDOUT_FILENO);
+  posix_spawn_file_actions_addclose(&actions, fds[0]);
+  std::vector<char*> argv{const_cast<char*>(self.c_str())};
+  for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  pid_t pid = 0;
+  const int spawned = posix_spawn(&pid, self.c_str(), &actions, nullptr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  close(fds[1]);
+  std::string out;
+  char buf[4096];
+  for (ssize_t got; spawned == 0 && (got = read(fds[0], buf, sizeof buf)) > 0;) out.append(buf, static_cast<size_t>(got));
+  close(fds[0]);
+  if (spawned != 0) {
+    return ojson{{"error", "cannot start " + self + ": " + std::strerror(spawned) +
+                               " (under user-mode emulation, a fresh process needs binfmt_misc)"}}
+        .dump();
+  }
+  int status = 0;
+  waitpid(pid, &status, 0);
+  return out;
+}
+
+}  // namespace
+
+std::vector<float> synthetic_rows(size_t count, uint64_t seed) {
+  std::vector<float> v(count);
+  for (float& x : v) {  // SplitMix64 -> [-1, 1)
+    uint64_t z = (seed += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    x = static_cast<float>(static_cast<double>((z ^ (z >> 31)) >> 11) / 4503599627370496.0 - 1.0);
+  }
+  return v;
+}
+
+std::vector<std::string> cold_child_arguments(const ColdConfig& c) {
+  std::vector<std::string> a{c.model, "--backend", c.backend, "--precision", c.precision, "--threads", std::to_string(c.threads),
+                             "--output-stage", c.stage, "--warmup", std::to_string(c.warmup), "--runs", std::to_string(c.runs),
+                             "--seed", std::to_string(c.seed), "--patches", std::to_string(c.patches),
+                             "--cold-child", c.prepare ? "prepare" : "no-prepare"};
+  if (!c.module.empty()) a.insert(a.end(), {"--module", c.module});
+  if (!c.image.empty()) a.insert(a.end(), {"--image", c.image, "--format", c.format, "--frames", std::to_string(c.frames)});
+  return a;
+}
+
+int cold_child(const ColdConfig& c) {
+  // The input exists before the clock starts, as an app's camera frame or pixel_values would.
+  std::vector<Image> sources;
+  std::vector<pf_image> views;
+  size_t h = 0, w = 0;
+  if (!c.image.empty()) {
+    if (std::sscanf(c.image.c_str(), "%zux%zu", &h, &w) != 2) return child_error("--image " + c.image + " is not HxW");
+    for (size_t f = 0; f < c.frames; ++f) {
+      sources.push_back(synthetic_image(pixel_format_names().at(c.format), h, w, c.seed + static_cast<uint32_t>(f)));
+    }
+    for (const Image& s : sources) views.push_back(s.view());
+  }
+
+  const auto t0 = Clock::now();
+  auto model = Model::open_file(c.model);
+  if (!model) return child_error(model.error());
+  const double open_ms = ms_since(t0);
+  size_t index = 0;
+  if (!c.module.empty()) {
+    auto found = model->find_module(c.module);
+    if (!found) return child_error(found.error());
+    index = *found;
+  }
+  pf_session_options so = default_options();
+  so.backend = backend_names().at(c.backend);
+  so.precision = precision_names().at(c.precision);
+  so.threads = c.threads;
+  so.output_stage = output_stage_names().at(c.stage);
+  const auto t1 = Clock::now();
+  auto session = Session::create(*model, index, so);
+  if (!session) return child_error(session.error());
+  const double create_ms = ms_since(t1);
+
+  // The app's buffers, sized and written once before its first run (a buffer only allocated would
+  // have its page faults counted in our first run).
+  const pf_module_info info = model->module(index);
+  pf_grid grid{1, 1, static_cast<int64_t>(c.patches)};
+  if (!views.empty()) {
+    auto g = session->images_grid(views.size(), static_cast<int64_t>(h), static_cast<int64_t>(w));
+    if (!g) return child_error(g.error());
+    grid = *g;
+  }
+  auto rows = session->output_rows(grid);
+  if (!rows) return child_error(rows.error());
+  std::vector<float> output(static_cast<size_t>(*rows * info.embed_dim), 1.0f);
+  const std::vector<float> input =
+      views.empty() ? synthetic_rows(c.patches * static_cast<size_t>(info.patch_volume), c.seed) : std::vector<float>();
+  auto run = [&] {
+    if (!views.empty()) return session->run_video(views.data(), views.size(), output.data());
+    return so.output_stage == PF_OUTPUT_ENCODER_INPUT ? session->run_grid(input.data(), grid, output.data())
+                                                      : session->run(input.data(), c.patches, output.data());
+  };
+
+  double prepare_ms = 0;
+  if (c.prepare) {
+    const auto tp = Clock::now();
+    const std::string e = session->prepare(input_shape(views, grid));
+    if (!e.empty()) return child_error(e);
+    prepare_ms = ms_since(tp);
+  }
+  const auto tf = Clock::now();
+  std::string e = run();
+  const double first_ms = ms_since(tf);
+  if (!e.empty()) return child_error(e);
+  for (int i = 0; i < c.warmup && e.empty(); ++i) e = run();
+  std::vector<double> steady;
+  for (int i = 0; i < c.runs && e.empty(); ++i) {
+    const auto t = Clock::now();
+    e = run();
+    steady.push_back(ms_since(t));
+  }
+  if (!e.empty()) return child_error(e);
+  const pf_session_info si = session->info();
+  std::printf("%s\n", ojson{{"backend", pf_backend_name(si.backend)},
+                            {"precision", precision_text(si.precision)},
+                            {"isa", si.isa},
+                            {"open_ms", open_ms},
+                            {"create_ms", create_ms},
+                            {"prepare_ms", prepare_ms},
+                            {"first_ms", first_ms},
+                            {"steady_p50_ms", median(steady)}}
+                          .dump()
+                          .c_str());
+  return 0;
+}
+
+int cold_parent(const std::string& self, const std::vector<ColdConfig>& configs, int count, const std::string& json_path) {
+  // Every configuration with and without prepare, interleaved process by process, so the
+  // machine's drift falls on all of them alike.
+  std::vector<ColdConfig> runs;
+  for (const ColdConfig& c : configs) {
+    for (bool prepare : {false, true}) {
+      runs.push_back(c);
+      runs.back().prepare = prepare;
+    }
+  }
+  std::vector<std::vector<ojson>> samples(runs.size());
+  std::vector<std::string> errors(runs.size());
+  for (int i = 0; i < count; ++i) {
+    std::fprintf(stderr, "[cold %d/%d] %zu fresh processes ...\n", i + 1, count, runs.size());
+    for (size_t r = 0; r < runs.size(); ++r) {
+      if (!errors[r].empty()) continue;
+      const std::string out = run_child(self, cold_child_arguments(runs[r]));
+      const ojson j = ojson::parse(out, nullptr, false);
+      if (j.is_discarded() || !j.is_object()) {
+        errors[r] = "the child process printed no result" + (out.empty() ? std::string() : ": " + out);
+      } else if (j.contains("error")) {
+        errors[r] = j["error"].get<std::string>();
+      } else {
+        samples[r].push_back(j);
+      }
+    }
+  }
+  std::printf("cold start: %d fresh processes per row, medians (ratios per process, then their median)\n", count);
+  std::printf("%-9s %-9s %-8s %3s | %8s %9s %8s %8s | %9s | %9s %14s\n", "backend", "precision", "prepare", "thr", "open_ms",
+              "create_ms", "prep_ms", "first_ms", "p50_ms", "first/p50", "(c+p+f)/p50");
+  ojson results = ojson::array();
+  bool any = false;
+  for (size_t r = 0; r < runs.size(); ++r) {
+    const ColdConfig& c = runs[r];
+    ojson j = {{"backend_requested", c.backend}, {"precision_requested", c.precision}, {"threads", c.threads},
+               {"prepare", c.prepare}, {"processes", samples[r].size()}};
+    if (!errors[r].empty()) {
+      std::printf("%-9s %-9s %-8s %3d | skipped: %s\n", c.backend.c_str(), c.precision.c_str(), c.prepare ? "yes" : "no",
+                  c.threads, errors[r].c_str());
+      j["error"] = errors[r];
+      results.push_back(j);
+      continue;
+    }
+    any = true;
+    auto field = [&](const char* name) {
+      std::vector<double> v;
+      for (const ojson& s : samples[r]) v.push_back(s[name].get<double>());
+      return v;
+    };
+    std::vector<double> first_ratio, cold_ratio;
+    for (const ojson& s : samples[r]) {
+      const double p50 = s["steady_p50_ms"].get<double>();
+      first_ratio.push_back(s["first_ms"].get<double>() / p50);
+      cold_ratio.push_back((s["create_ms"].get<double>() + s["prepare_ms"].get<double>() + s["first_ms"].get<double>()) / p50);
+    }
+    const ojson& any_sample = samples[r].front();
+    j["backend"] = any_sample["backend"];
+    j["precision"] = any_sample["precision"];
+    j["isa"] = any_sample["isa"];
+    for (const char* name : {"open_ms", "create_ms", "prepare_ms", "first_ms", "steady_p50_ms"}) j[std::string("median_") + name] = median(field(name));
+    j["median_first_over_p50"] = median(first_ratio);
+    j["median_create_prepare_first_over_p50"] = median(cold_ratio);
+    std::printf("%-9s %-9s %-8s %3d | %8.2f %9.2f %8.2f %8.2f | %9.3f | %9.2f %14.2f\n",
+                j["backend"].get<std::string>().c_str(), j["precision"].get<std::string>().c_str(), c.prepare ? "yes" : "no",
+                c.threads, j["median_open_ms"].get<double>(), j["median_create_ms"].get<double>(),
+                j["median_prepare_ms"].get<double>(), j["median_first_ms"].get<double>(), j["median_steady_p50_ms"].get<double>(),
+                median(first_ratio), median(cold_ratio));
+    results.push_back(j);
+  }
+  if (!json_path.empty()) {
+    const std::string text = ojson{{"tool", std::string("patchfuse-bench ") + pf_version()}, {"cold_processes", count},
+                                   {"cold", results}}
+                                 .dump(2) +
+                             "\n";
+    Status w = write_file_atomically(json_path, std::vector<uint8_t>(text.begin(), text.end()));
+    if (!w.ok()) {
+      std::fprintf(stderr, "patchfuse-bench: error: %s\n", w.error().message.c_str());
+      return 1;
+    }
+  }
+  if (!any) std::fprintf(stderr, "patchfuse-bench: error: no configuration could run\n");
+  return any ? 0 : 1;
+}
+
+}  // namespace patchfuse
