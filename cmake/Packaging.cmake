@@ -64,7 +64,7 @@ set(CPACK_DEBIAN_PACKAGE_PRIORITY optional)
 set(CPACK_DEBIAN_PACKAGE_HOMEPAGE "https://localhost/patchfuse")
 
 set(CPACK_DEBIAN_RUNTIME_PACKAGE_NAME ${lib_package})
-set(CPACK_DEBIAN_RUNTIME_PACKAGE_DEPENDS "${cxx_depends}, ${backend_depends}, libyuv0")
+set(CPACK_DEBIAN_RUNTIME_PACKAGE_DEPENDS "${cxx_depends}, ${backend_depends}, libyuv0, libxxhash0")
 set(CPACK_DEBIAN_RUNTIME_PACKAGE_MULTIARCH same)
 set(CPACK_DEBIAN_RUNTIME_PACKAGE_SHLIBDEPS OFF)
 set(CPACK_DEBIAN_RUNTIME_PACKAGE_CONTROL_EXTRA ${CMAKE_CURRENT_BINARY_DIR}/debian/triggers ${CMAKE_CURRENT_BINARY_DIR}/debian/shlibs)

@@ -14,6 +14,7 @@ packages=(
   nlohmann-json3-dev libcli11-dev           # converter only: config.json / safetensors headers, CLI
   libgtest-dev libgmock-dev libbenchmark-dev
   libyuv-dev                                # runtime: camera pixel formats (NV12, I420, YUYV, ...) -> RGB
+  libxxhash-dev                             # runtime: the weights cache's content hash and checksum (XXH3)
   libjpeg62-turbo-dev libpng-dev            # patchfuse-run --image: JPEG and PNG decoded as Pillow decodes them
   libwebp-dev                               # patchfuse-run --image: WebP decoded as Pillow decodes it
   libstb-dev                                # patchfuse-run --image: PPM/PGM, BMP and GIF

@@ -20,7 +20,7 @@ for build in build build-aarch64 build-armhf; do
   (cd "$build" && cpack -G DEB -B "$out/debs-$build" > "$out/cpack-$build.log") || { cat "$out/cpack-$build.log"; exit 1; }
 done
 # Depends must name the package of every library a binary in the package links (DT_NEEDED).
-declare -A provider=([libpatchfuse.so.0.3]=libpatchfuse0.3 [libdnnl.so.2]=libdnnl2 [libXNNPACK.so.0]=libxnnpack0
+declare -A provider=([libpatchfuse.so.0.4]=libpatchfuse0.4 [libxxhash.so.0]=libxxhash0 [libdnnl.so.2]=libdnnl2 [libXNNPACK.so.0]=libxnnpack0
   [libpthreadpool.so.0]=libpthreadpool0 [libcpuinfo.so.0]=libcpuinfo0 [libgomp.so.1]=libgomp1 [libstb.so.0]=libstb0
   [libwebp.so.7]=libwebp7 [libwebpdemux.so.2]=libwebpdemux2 [libstdc++.so.6]=libstdc++6 [libgcc_s.so.1]=libgcc-s1 [libc.so.6]=libc6 [libm.so.6]=libc6)
 for deb in "$out"/debs-*/*.deb; do

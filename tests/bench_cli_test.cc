@@ -57,6 +57,7 @@ TEST_F(BenchCli, JsonHasEveryFigureForEveryConfiguration) {
     EXPECT_LE(l["p99"].get<double>(), l["max"].get<double>());
     EXPECT_GT(res["gflops_at_p50"].get<double>(), 0.0);
     EXPECT_GT(res["init_ms"].get<double>(), 0.0);
+    EXPECT_EQ(res["first_run_setup_ms"].get<double>(), 0.0) << "the bench prepares before its first run";
     EXPECT_GT(res["peak_rss_mb"].get<double>(), 0.0);
     EXPECT_TRUE(res.contains("unfused_over_fused_p50")) << "--path both measures both side by side";
   }

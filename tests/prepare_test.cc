@@ -80,7 +80,13 @@ TEST(Prepare, PreparedUnpreparedAndOtherSizesGiveWhatAFreshSessionGives) {
         const pf_run_profile untouched = prepared->last_profile();
         EXPECT_EQ(untouched.kernel_ms, 0.0) << "prepare leaves the last profile as it was (no run yet)";
         EXPECT_EQ(run_nv12(*prepared, nv12_1, h1, w1), run_nv12(*fresh, nv12_1, h1, w1)) << "the prepared size";
+        // setup_ms is timed only around one-time work, so "none" is exactly 0.
+        EXPECT_EQ(prepared->last_profile().setup_ms, 0.0) << "the prepared size's first run did no one-time work";
+        EXPECT_GT(fresh->last_profile().setup_ms, 0.0) << "an unprepared size's first run did (tables, plans, buffers)";
         EXPECT_EQ(run_nv12(*prepared, nv12_2, h2, w2), run_nv12(*fresh, nv12_2, h2, w2)) << "another size after prepare";
+        EXPECT_GT(prepared->last_profile().setup_ms, 0.0) << "another size is not prepared by the first size's prepare";
+        run_nv12(*prepared, nv12_2, h2, w2);
+        EXPECT_EQ(prepared->last_profile().setup_ms, 0.0) << "a size already run";
         // Frames, and (not int8) pixel_values rows of a grid, prepared then run.
         pf_input_shape frames{};
         frames.kind = PF_INPUT_FRAMES;
@@ -92,6 +98,7 @@ TEST(Prepare, PreparedUnpreparedAndOtherSizesGiveWhatAFreshSessionGives) {
         const uint8_t* ptrs[3] = {f.data(), f.data(), f.data()};
         std::vector<float> y1(2 * 8 * 12 * 20), y2(y1.size());
         ASSERT_EQ(prepared->run_frames(ptrs, 3, 32, 48, 48 * 3, y1.data()), "");
+        EXPECT_EQ(prepared->last_profile().setup_ms, 0.0) << "3 frames prepared: the video kernel was packed by prepare";
         ASSERT_EQ(fresh->run_frames(ptrs, 3, 32, 48, 48 * 3, y2.data()), "");
         EXPECT_EQ(y1, y2) << "3 frames";
         pf_input_shape rows{};
@@ -102,6 +109,15 @@ TEST(Prepare, PreparedUnpreparedAndOtherSizesGiveWhatAFreshSessionGives) {
           EXPECT_NE(std::string(pf_last_error()).find("int8 takes frames only"), std::string::npos);
         } else {
           ASSERT_EQ(prepared->prepare(rows), "");
+          const std::vector<float> x(24 * static_cast<size_t>(model.module(0).patch_volume), 0.25f);
+          auto out_rows = prepared->output_rows(rows.grid);
+          ASSERT_TRUE(out_rows) << out_rows.error();
+          std::vector<float> yp(static_cast<size_t>(*out_rows * 20)), yf(yp.size());
+          ASSERT_EQ(prepared->run_grid(x.data(), rows.grid, yp.data()), "");
+          EXPECT_EQ(prepared->last_profile().setup_ms, 0.0) << "pixel_values rows prepared: their kernel and plans too";
+          ASSERT_EQ(fresh->run_grid(x.data(), rows.grid, yf.data()), "");
+          EXPECT_GT(fresh->last_profile().setup_ms, 0.0) << "unprepared rows: the pixel_values kernel is packed on first use";
+          EXPECT_EQ(yp, yf) << "pixel_values rows";
         }
         ++ran;
       }

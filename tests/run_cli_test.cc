@@ -412,6 +412,29 @@ TEST_F(RunCli, Int8ImageWithinItsBound) {
                  "precision int8 takes frames only");
 }
 
+// --weights-cache: written, then mapped with the same output; a process whose oneDNN resolves
+// another ISA (ONEDNN_MAX_CPU_ISA) finds the file stale and rebuilds it (the packed layout is the ISA's).
+TEST_F(RunCli, WeightsCacheIsKeyedByTheIsaOneDnnResolved) {
+  const std::string fixture = std::string(PATCHFUSE_FRAMES_DIR) + "/qwen2_vl";
+  ASSERT_NO_FATAL_FAILURE(convert(fixture, "f.pfb"));
+  const std::string args = (dir_ / "f.pfb") + " --image " + fixture + "/image_448.png --backend onednn --weights-cache " +
+                           (dir_ / "w.cache") + " --output ";
+  const CommandResult first = run_cli(args + (dir_ / "out/1.npy"));
+  if (first.exit_code != 0 && first.err.find("not built") != std::string::npos) GTEST_SKIP() << "no oneDNN here";
+  ASSERT_EQ(first.exit_code, 0) << first.err;
+  EXPECT_NE(first.out.find("weights cache: still: written (no cache file)"), std::string::npos) << first.out;
+  const CommandResult second = run_cli(args + (dir_ / "out/2.npy"));
+  ASSERT_EQ(second.exit_code, 0) << second.err;
+  EXPECT_NE(second.out.find("weights cache: still: loaded"), std::string::npos) << second.out;
+  EXPECT_EQ(testing::read_bytes(dir_ / "out/1.npy"), testing::read_bytes(dir_ / "out/2.npy"));
+  if (first.out.find(", isa avx2]") != std::string::npos) GTEST_SKIP() << "oneDNN resolves AVX2 here already";
+  const CommandResult avx2 = testing::run_command("ONEDNN_MAX_CPU_ISA=AVX2 " + std::string(PATCHFUSE_RUN_BIN) + " " + args +
+                                                  (dir_ / "out/3.npy"));
+  ASSERT_EQ(avx2.exit_code, 0) << avx2.err;
+  EXPECT_NE(avx2.out.find("weights cache: still: written (stale: made for 'oneDNN "), std::string::npos) << avx2.out;
+  EXPECT_NE(avx2.out.find(" avx2')"), std::string::npos) << "this session's oneDNN resolves avx2: " << avx2.out;
+}
+
 // A Conv2d model (the SigLIP P16 golden fixture): patch rows flat or as [N, C, kh, kw], and its
 // image through --image, against PyTorch's Conv2d on every backend and path, at the precision each
 // run reports.

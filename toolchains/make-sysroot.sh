@@ -11,7 +11,7 @@ case "$arch" in arm64|armhf) ;; *) echo "make-sysroot: architecture '$arch' must
 
 packages=(
   libxnnpack0 libxnnpack-dev libpthreadpool0 libpthreadpool-dev libcpuinfo0 libcpuinfo-dev libgemmlowp-dev libstb0 libstb-dev
-  libyuv0 libyuv-dev libjpeg62-turbo libjpeg62-turbo-dev libpng16-16 libpng-dev zlib1g zlib1g-dev
+  libyuv0 libyuv-dev libxxhash0 libxxhash-dev libjpeg62-turbo libjpeg62-turbo-dev libpng16-16 libpng-dev zlib1g zlib1g-dev
   libwebp7 libwebpdemux2 libwebp-dev
   libgtest-dev libgmock-dev libbenchmark1debian libbenchmark-dev
   libflatbuffers-dev nlohmann-json3-dev libcli11-dev

@@ -87,6 +87,7 @@ std::vector<std::string> cold_child_arguments(const ColdConfig& c) {
                              "--cold-child", c.prepare ? "prepare" : "no-prepare"};
   if (!c.module.empty()) a.insert(a.end(), {"--module", c.module});
   if (!c.image.empty()) a.insert(a.end(), {"--image", c.image, "--format", c.format, "--frames", std::to_string(c.frames)});
+  if (!c.weights_cache.empty()) a.insert(a.end(), {"--weights-cache", c.weights_cache});
   return a;
 }
 
@@ -118,6 +119,7 @@ int cold_child(const ColdConfig& c) {
   so.precision = precision_names().at(c.precision);
   so.threads = c.threads;
   so.output_stage = output_stage_names().at(c.stage);
+  so.weights_cache = c.weights_cache.empty() ? nullptr : c.weights_cache.c_str();
   const auto t1 = Clock::now();
   auto session = Session::create(*model, index, so);
   if (!session) return child_error(session.error());
@@ -166,6 +168,7 @@ int cold_child(const ColdConfig& c) {
   std::printf("%s\n", ojson{{"backend", pf_backend_name(si.backend)},
                             {"precision", precision_text(si.precision)},
                             {"isa", si.isa},
+                            {"weights_cache", si.weights_cache},
                             {"open_ms", open_ms},
                             {"create_ms", create_ms},
                             {"prepare_ms", prepare_ms},
@@ -176,18 +179,29 @@ int cold_child(const ColdConfig& c) {
   return 0;
 }
 
-int cold_parent(const std::string& self, const std::vector<ColdConfig>& configs, int count, const std::string& json_path) {
-  // Every configuration with and without prepare, interleaved process by process, so the
-  // machine's drift falls on all of them alike.
+int cold_parent(const std::string& self, const std::vector<ColdConfig>& configs, int count, const std::string& weights_cache,
+                const std::string& json_path) {
+  // Every configuration with and without prepare (and with a cache), interleaved process by
+  // process, so the machine's drift falls on all of them alike.
   std::vector<ColdConfig> runs;
   for (const ColdConfig& c : configs) {
     for (bool prepare : {false, true}) {
       runs.push_back(c);
       runs.back().prepare = prepare;
     }
+    if (!weights_cache.empty()) {
+      runs.push_back(c);
+      runs.back().weights_cache = cat(weights_cache, ".", c.backend, ".", c.precision, ".", c.threads, "t");
+    }
   }
   std::vector<std::vector<ojson>> samples(runs.size());
   std::vector<std::string> errors(runs.size());
+  for (size_t r = 0; r < runs.size(); ++r) {  // the cache written once, untimed
+    if (runs[r].weights_cache.empty()) continue;
+    std::remove(runs[r].weights_cache.c_str());
+    const ojson j = ojson::parse(run_child(self, cold_child_arguments(runs[r])), nullptr, false);
+    if (!j.is_object() || j.contains("error")) errors[r] = j.is_object() ? j["error"].get<std::string>() : "the child printed no result";
+  }
   for (int i = 0; i < count; ++i) {
     std::fprintf(stderr, "[cold %d/%d] %zu fresh processes ...\n", i + 1, count, runs.size());
     for (size_t r = 0; r < runs.size(); ++r) {
@@ -204,17 +218,18 @@ int cold_parent(const std::string& self, const std::vector<ColdConfig>& configs,
     }
   }
   std::printf("cold start: %d fresh processes per row, medians (ratios per process, then their median)\n", count);
-  std::printf("%-9s %-9s %-8s %3s | %8s %9s %8s %8s | %9s | %9s %14s\n", "backend", "precision", "prepare", "thr", "open_ms",
+  std::printf("%-9s %-9s %-13s %3s | %8s %9s %8s %8s | %9s | %9s %14s\n", "backend", "precision", "prepare", "thr", "open_ms",
               "create_ms", "prep_ms", "first_ms", "p50_ms", "first/p50", "(c+p+f)/p50");
   ojson results = ojson::array();
   bool any = false;
   for (size_t r = 0; r < runs.size(); ++r) {
     const ColdConfig& c = runs[r];
+    const char* prepared = !c.weights_cache.empty() ? "yes + cache" : c.prepare ? "yes" : "no";
     ojson j = {{"backend_requested", c.backend}, {"precision_requested", c.precision}, {"threads", c.threads},
-               {"prepare", c.prepare}, {"processes", samples[r].size()}};
+               {"prepare", c.prepare}, {"weights_cache", c.weights_cache}, {"processes", samples[r].size()}};
     if (!errors[r].empty()) {
-      std::printf("%-9s %-9s %-8s %3d | skipped: %s\n", c.backend.c_str(), c.precision.c_str(), c.prepare ? "yes" : "no",
-                  c.threads, errors[r].c_str());
+      std::printf("%-9s %-9s %-13s %3d | skipped: %s\n", c.backend.c_str(), c.precision.c_str(), prepared, c.threads,
+                  errors[r].c_str());
       j["error"] = errors[r];
       results.push_back(j);
       continue;
@@ -235,11 +250,12 @@ int cold_parent(const std::string& self, const std::vector<ColdConfig>& configs,
     j["backend"] = any_sample["backend"];
     j["precision"] = any_sample["precision"];
     j["isa"] = any_sample["isa"];
+    if (!c.weights_cache.empty()) j["weights_cache_report"] = samples[r].back()["weights_cache"];
     for (const char* name : {"open_ms", "create_ms", "prepare_ms", "first_ms", "steady_p50_ms"}) j[std::string("median_") + name] = median(field(name));
     j["median_first_over_p50"] = median(first_ratio);
     j["median_create_prepare_first_over_p50"] = median(cold_ratio);
-    std::printf("%-9s %-9s %-8s %3d | %8.2f %9.2f %8.2f %8.2f | %9.3f | %9.2f %14.2f\n",
-                j["backend"].get<std::string>().c_str(), j["precision"].get<std::string>().c_str(), c.prepare ? "yes" : "no",
+    std::printf("%-9s %-9s %-13s %3d | %8.2f %9.2f %8.2f %8.2f | %9.3f | %9.2f %14.2f\n",
+                j["backend"].get<std::string>().c_str(), j["precision"].get<std::string>().c_str(), prepared,
                 c.threads, j["median_open_ms"].get<double>(), j["median_create_ms"].get<double>(),
                 j["median_prepare_ms"].get<double>(), j["median_first_ms"].get<double>(), j["median_steady_p50_ms"].get<double>(),
                 median(first_ratio), median(cold_ratio));

@@ -21,14 +21,19 @@ struct ColdConfig {
   int threads = 1, warmup = 3, runs = 10;
   uint32_t seed = 1;
   bool prepare = true;
+  std::string weights_cache;  // "": none
 };
 
 // The child's side: one cold measurement, printed as a JSON line on stdout; 0 on success.
 int cold_child(const ColdConfig& c);
 
 // The parent's side: `count` fresh processes of `self` (this executable) for each configuration,
-// with and without pf_session_prepare; prints the medians and, with `json_path`, writes them.
-int cold_parent(const std::string& self, const std::vector<ColdConfig>& configs, int count, const std::string& json_path);
+// with and without pf_session_prepare, and with `weights_cache` (a path prefix) also with prepare
+// and a weights cache that an untimed process has written first (one file per configuration,
+// since a file holds one configuration's kernels); prints the medians and, with `json_path`,
+// writes them.
+int cold_parent(const std::string& self, const std::vector<ColdConfig>& configs, int count, const std::string& weights_cache,
+                const std::string& json_path);
 
 // The command-line arguments that make `self` run `c` as a child.
 std::vector<std::string> cold_child_arguments(const ColdConfig& c);

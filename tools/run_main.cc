@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdio>
 #include <functional>
+#include <sstream>
 
 #include "patchfuse/patchfuse.hpp"
 #include "cli/command_line.h"
@@ -32,6 +33,7 @@ int main(int argc, char** argv) {
   CLI::App app{"patchfuse-run: run a patch embedding of a .pfb model on .npy patches or on images"};
   std::string model_path, input_path, image_path, yuv_path, output_path, module, backend = "auto", precision = "auto";
   std::string format = "nv12", size, matrix = "bt601_limited", write_resized, output_stage = "patches", grid_text;
+  std::string weights_cache;
   std::vector<std::string> frame_paths;
   int threads = 1;
   bool no_fuse = false, compare = false, no_exif = false;
@@ -66,6 +68,8 @@ int main(int argc, char** argv) {
                                       "needed for --output-stage encoder-input");
   app.add_option("--precision", precision, "auto|f32|bf16|f16|int8 (int8: images and frames only)")->check(CLI::IsMember(patchfuse::keys_of(patchfuse::precision_names())));
   app.add_option("--module", module, "Module path when the model has several");
+  app.add_option("--weights-cache", weights_cache, "Packed-weights cache file: mapped instead of folding and packing when "
+                                                   "it matches this model, library and CPU, written when it does not");
   app.add_flag("--no-fuse", no_fuse, "Run the original convolution instead of the fused GEMM");
   app.add_flag("--compare-reference", compare, "Also run the reference backend and print the difference");
   if (auto code = patchfuse::parse_command_line(app, argc, argv, "patchfuse-run")) return *code;
@@ -173,6 +177,7 @@ int main(int argc, char** argv) {
   o.precision = patchfuse::precision_names().at(precision);
   o.path = no_fuse ? PF_PATH_UNFUSED : PF_PATH_FUSED;
   o.output_stage = stage;
+  o.weights_cache = weights_cache.empty() ? nullptr : weights_cache.c_str();
   auto session = patchfuse::Session::create(*model, index, o);
   if (!session) return fail(model_path + ": module " + info.path + ": " + session.error());
   if (!views.empty()) {
@@ -222,6 +227,8 @@ int main(int argc, char** argv) {
               pf_backend_name(si.backend), si.detail, si.isa[0] ? ", isa " : "", si.isa, patchfuse::precision_text(si.precision),
               no_fuse ? "unfused" : "fused", si.threads, si.threads == 1 ? "" : "s");
   if (si.note[0] != '\0') std::printf("note: %s\n", si.note);
+  std::stringstream lines(si.weights_cache);
+  for (std::string line; std::getline(lines, line);) std::printf("weights cache: %s\n", line.c_str());
   std::printf("wrote %s: float32 [%zu, %d] (%s) in %.3f ms (first run, after %.3f ms of pf_session_prepare)\n",
               output_path.c_str(), out_rows, info.embed_dim, output_stage.c_str(), ms, prepare_ms);
   if (compare) {

@@ -174,6 +174,15 @@ typedef struct pf_session_options {
   pf_precision precision;
   pf_path path;
   pf_output_stage output_stage; /**< PF_OUTPUT_PATCHES by default */
+  /** Path of a packed-weights cache file, or NULL (the default): what the session derives from
+   *  the weights (folded normalization, int8 quantization, the backend's packed layout where it
+   *  can take one back: oneDNN) is mapped from this file instead of computed, and written to it
+   *  when missing. Keyed by the module's weight bytes (a hash), library and backend versions, the
+   *  CPU's ISA, precision, path and threads; a stale, foreign or corrupt file is verified, refused
+   *  and rewritten (atomically), never trusted. The file holds one model's kernels: a session of
+   *  another model replaces them. pf_session_info.weights_cache says what happened; a cache that
+   *  cannot be written does not fail the session. Read during pf_session_create only. */
+  const char* weights_cache;
 } pf_session_options;
 
 /** What a session actually runs. Strings are owned by the session. */
@@ -190,6 +199,10 @@ typedef struct pf_session_info {
                            ONEDNN_MAX_CPU_ISA; gemmlowp: the kernel variant chosen for this CPU,
                            "dotprod", "neon", "portable" or "avx2"), or "" where the library does not
                            say (reference, XNNPACK) */
+  /** What the weights cache did for the kernels packed so far: "" without one; otherwise one
+   *  line per kernel, e.g. "still: loaded", "still: written (no entry for this key)",
+   *  "still: rebuilt (corrupt: checksum mismatch)", "video: not written (...: Permission denied)". */
+  const char* weights_cache;
 } pf_session_info;
 
 /** Where the last run on a session spent its time: wall clock on the calling thread (the
@@ -200,7 +213,12 @@ typedef struct pf_run_profile {
   double preprocess_ms; /**< pixel format conversion, resize and centre crop */
   double gather_ms;     /**< the patch rows from the frames, in the kernel's input type */
   double kernel_ms;     /**< the projection */
-  double encoder_input_ms; /**< the encoder input's per-row epilogue, plus its grid terms when the grid is new */
+  double encoder_input_ms; /**< the encoder input's per-row epilogue */
+  /** One-time work this run did, not counted in the stages above: a path's weights folded and packed,
+   *  resize tables, the backend's plan for a new chunk size, buffer growth (first touched), the
+   *  encoder input's grid terms for a new grid. Exactly 0 for a run whose size was prepared
+   *  (pf_session_prepare) or already run. */
+  double setup_ms;
 } pf_run_profile;
 
 /** Message for the last failed call on this thread ("" if none). Valid until the next call on

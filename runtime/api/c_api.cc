@@ -282,6 +282,7 @@ void pf_session_options_init(pf_session_options* options) {
   options->precision = PF_PRECISION_AUTO;
   options->path = PF_PATH_FUSED;
   options->output_stage = PF_OUTPUT_PATCHES;
+  options->weights_cache = nullptr;
 }
 
 pf_status pf_session_create(const pf_model* model, size_t module_index, const pf_session_options* options,
@@ -321,6 +322,10 @@ pf_status pf_session_create(const pf_model* model, size_t module_index, const pf
                                            " is not a pf_output_stage"));
     }
     so.output_stage = o.output_stage == PF_OUTPUT_ENCODER_INPUT ? OutputStage::kEncoderInput : OutputStage::kPatches;
+    if (o.weights_cache != nullptr) {
+      so.weights_cache = o.weights_cache;
+      if (so.weights_cache.empty()) return fail(PF_INVALID_ARGUMENT, "pf_session_create: weights_cache is \"\" (NULL for none)");
+    }
     Result<std::unique_ptr<Session>> s = Session::create(model->view.modules[module_index], so);
     if (!s.ok()) return fail(s.error());
     *out = new pf_session{std::move(s).value()};
@@ -423,13 +428,14 @@ pf_status pf_session_get_info(const pf_session* session, pf_session_info* out) {
   out->detail = s.detail().c_str();
   out->note = s.note().c_str();
   out->isa = s.isa().c_str();
+  out->weights_cache = s.weights_cache_report().c_str();
   return PF_OK;
 }
 
 pf_status pf_session_last_profile(const pf_session* session, pf_run_profile* out) {
   if (session == nullptr || out == nullptr) return fail(PF_INVALID_ARGUMENT, "pf_session_last_profile: null argument");
   const RunProfile& p = session->session->last_profile();
-  *out = {p.preprocess_ms, p.gather_ms, p.kernel_ms, p.encoder_input_ms};
+  *out = {p.preprocess_ms, p.gather_ms, p.kernel_ms, p.encoder_input_ms, p.setup_ms};
   return PF_OK;
 }
 

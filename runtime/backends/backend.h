@@ -9,6 +9,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "runtime/core/result.h"
@@ -34,6 +35,11 @@ struct KernelRequest {
   // kInt8 only: the quantized weights, scales and bias (the module then gives the geometry); they
   // outlive the kernel. int8 kernels take uint8 rows (run_u8).
   const Int8Weights* int8 = nullptr;
+  // The bytes Kernel::packed_weights() gave for this same request in an earlier process (the
+  // weights cache), to use in place of packing; they outlive the kernel. A backend that cannot
+  // take them, or finds them the wrong size, fails creation (the session then packs afresh).
+  const uint8_t* packed = nullptr;
+  size_t packed_size = 0;
 };
 
 class Kernel {
@@ -47,10 +53,14 @@ class Kernel {
   // where the library does not say which it chose.
   virtual std::string isa() const = 0;
   virtual int threads() const = 0;         // threads actually used
+  // The weights as packed at creation, for the weights cache to keep; {nullptr, 0} where the
+  // backend cannot take them back (KernelRequest::packed).
+  virtual std::pair<const uint8_t*, size_t> packed_weights() const { return {nullptr, 0}; }
   // Does now what the first run of n rows would do once, without running: the library's plan for
-  // n (oneDNN's primitive and its JIT code), the kernel's buffers for n, first touched. Kernels
-  // with nothing per n keep the default.
-  virtual Status prepare(size_t /*n*/) { return {}; }
+  // n (oneDNN's primitive and its JIT code), the kernel's buffers for n, first touched. `f32_rows`:
+  // the runs will call run() (f32 rows) rather than run_bf16 or run_u8. Kernels with nothing per
+  // n keep the default.
+  virtual Status prepare(size_t /*n*/, bool /*f32_rows*/) { return {}; }
   // bf16 kernels may also take rows already in bf16 (raw bits), so a caller that makes its rows
   // itself, like the frames gather, skips the f32 -> bf16 conversion. Others keep the default.
   virtual bool takes_bf16() const { return false; }
@@ -82,6 +92,9 @@ struct Backend {
   // accumulation; 63 where u8 x s8 pairs are added in int16 with saturation, since 2*255*63 =
   // 32130 < 32767). Below 127 `why` says why. The session quantizes the weights to this.
   int (*int8_weight_max)(std::string* why);
+  // The library version and the CPU state its packed layouts depend on ("oneDNN 2.6.3
+  // avx512_core_bf16"), for the weights cache's key.
+  std::string (*identity)();
 };
 
 // The backends built into this library, in the order `auto` prefers them; reference is last and

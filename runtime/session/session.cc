@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
+#include <cstring>
 #include <new>
 
 #include "runtime/core/checked_math.h"
@@ -97,6 +99,7 @@ Result<std::unique_ptr<Session>> Session::create(const ModuleView& module, const
     s->note_ = cat("model weights are ", dtype_name(module.dtype), " but ", why, "; computing in f32");
   }
   s->threads_ = o.threads;
+  if (!o.weights_cache.empty()) s->cache_.emplace(o.weights_cache, s->cache_scope());
   if (s->precision_ == Precision::kInt8) {
     if (b.int8_weight_max(&why) < 127) s->note_ = why;  // which weight width, and why
     PF_CHECK(module.preprocessing.has_value(), Code::kUnsupported, "precision int8 takes frames only and module ",
@@ -117,13 +120,18 @@ Result<std::unique_ptr<Session>> Session::create(const ModuleView& module, const
   return s;
 }
 
-Result<std::unique_ptr<Kernel>> Session::create_kernel(const ModuleView& module, const Int8Weights* int8) const {
+Result<std::unique_ptr<Kernel>> Session::create_kernel(const ModuleView& module, const Int8Weights* int8,
+                                                       const CacheBlob* packed) const {
   KernelRequest request;
   request.module = &module;
   request.fused = fused_;
   request.precision = precision_;
   request.threads = threads_;
   request.int8 = int8;
+  if (packed != nullptr) {
+    request.packed = packed->data;
+    request.packed_size = packed->size;
+  }
   try {
     return backend_->create(request);
   } catch (const std::bad_alloc&) {
@@ -131,10 +139,94 @@ Result<std::unique_ptr<Kernel>> Session::create_kernel(const ModuleView& module,
   }
 }
 
-Result<Kernel*> Session::rows_kernel() {
-  if (!kernel_) {
-    PF_ASSIGN_OR_RETURN(kernel_, create_kernel(module_));
+namespace {
+
+const CacheBlob* blob_named(const std::vector<CacheBlob>& blobs, const char* name) {
+  for (const CacheBlob& b : blobs) {
+    if (b.name == name) return &b;
   }
+  return nullptr;
+}
+
+CacheBlob blob_of(const char* name, const void* data, size_t size) {
+  return CacheBlob{name, static_cast<const uint8_t*>(data), size};
+}
+
+template <class T>
+CacheBlob blob_of(const char* name, const std::vector<T>& v) {
+  return blob_of(name, v.data(), v.size() * sizeof(T));
+}
+
+// A cached blob of `count` elements of T as a vector, or nullopt when its size says otherwise.
+template <class T>
+std::optional<std::vector<T>> blob_vector(const CacheBlob* b, size_t count) {
+  if (b == nullptr || b->size != count * sizeof(T)) return std::nullopt;
+  std::vector<T> v(count);
+  std::memcpy(v.data(), b->data, b->size);
+  return v;
+}
+
+}  // namespace
+
+std::string Session::cache_scope() const {
+  const ModuleView& m = module_;
+  uint64_t h = content_hash(m.weight.data, m.weight.bytes);
+  if (m.bias) h = content_hash(m.bias->data, m.bias->bytes, h);
+  if (m.preprocessing) {
+    const Preprocessing& p = *m.preprocessing;
+    h = content_hash(p.mean.data(), p.mean.size() * sizeof(float), h);
+    h = content_hash(p.std.data(), p.std.size() * sizeof(float), h);
+    h = content_hash(&p.rescale_factor, sizeof p.rescale_factor, h);
+  }
+  char hex[17];
+  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(h));
+  return cat("patchfuse ", PATCHFUSE_VERSION, " | ", backend_->identity(), " | ", precision_name(precision_), " | ",
+             fused_ ? "fused" : "unfused", " | threads ", threads_, " | int8 weights to ", backend_->int8_weight_max(nullptr),
+             " | module ", m.path, " ", dtype_name(m.weight.dtype), " [", m.geometry.embed_dim, ", ", m.patch_volume,
+             "] | weights ", hex);
+}
+
+void Session::report_cache(const std::string& kind, const std::string& what) {
+  if (!cache_report_.empty()) cache_report_ += "\n";
+  cache_report_ += kind + ": " + what;
+}
+
+void Session::store_in_cache(const std::string& kind, const std::string& why_missing, std::vector<CacheBlob> blobs,
+                             const Kernel& kernel) {
+  const auto [packed, size] = kernel.packed_weights();
+  if (packed != nullptr) blobs.push_back(blob_of("packed", packed, size));
+  if (blobs.empty()) {
+    report_cache(kind, cat("nothing to keep (", backend_->name, " packs from the model's own weights)"));
+    return;
+  }
+  const Status stored = cache_->store(kind, blobs);
+  report_cache(kind, stored.ok() ? cat("written (", why_missing, ")") : cat("not written (", stored.error().message, ")"));
+}
+
+Result<Kernel*> Session::rows_kernel() {
+  if (kernel_) return kernel_.get();
+  return timed(profile_.setup_ms, [&] { return make_rows_kernel(); });
+}
+
+Result<Kernel*> Session::make_rows_kernel() {
+  std::string why;
+  if (cache_) {
+    const auto found = cache_->find("rows", &why);
+    const CacheBlob* packed = found ? blob_named(*found, "packed") : nullptr;
+    if (packed != nullptr) {
+      auto k = create_kernel(module_, nullptr, packed);
+      if (k.ok()) {
+        kernel_ = std::move(*k);
+        report_cache("rows", "loaded");
+        return kernel_.get();
+      }
+      why = "rebuilt: " + k.error().message;
+    } else if (found) {
+      why = "rebuilt: the entry has no packed weights";
+    }
+  }
+  PF_ASSIGN_OR_RETURN(kernel_, create_kernel(module_));
+  if (cache_) store_in_cache("rows", why, {}, *kernel_);
   return kernel_.get();
 }
 
@@ -144,26 +236,90 @@ Result<FrameGrid> Session::frames_grid(size_t t, size_t height, size_t width) co
   return frame_grid(*module_.preprocessing, t, height, width);
 }
 
+bool Session::frames_kernel_from(FramesKernel& k, const std::vector<CacheBlob>& blobs) {
+  const bool int8 = precision_ == Precision::kInt8;
+  const auto out = static_cast<size_t>(module_.geometry.embed_dim), values = out * static_cast<size_t>(k.folded.k);
+  const CacheBlob* packed = blob_named(blobs, "packed");
+  const CacheBlob* weight = blob_named(blobs, int8 ? "int8_weight" : "weight");
+  if (packed == nullptr && (weight == nullptr || weight->size != values * (int8 ? 1 : sizeof(float)))) return false;
+  ModuleView& v = k.view;
+  if (packed == nullptr) {
+    v.weight.data = weight->data;
+    v.weight.bytes = weight->size;
+  }
+  if (int8) {
+    auto scale = blob_vector<float>(blob_named(blobs, "int8_scale"), out);
+    auto bias = blob_vector<float>(blob_named(blobs, "int8_bias"), out);
+    if (!scale || !bias) return false;
+    k.int8.k = k.folded.k;
+    k.int8.scale = std::move(*scale);
+    k.int8.bias = std::move(*bias);
+    if (packed == nullptr) k.int8.weight.assign(weight->data, weight->data + weight->size);
+  } else {
+    const CacheBlob* bias = blob_named(blobs, "bias");
+    if (bias == nullptr || bias->size != out * sizeof(float)) return false;
+    v.bias->data = bias->data;
+    v.bias->bytes = bias->size;
+  }
+  auto kernel = create_kernel(v, int8 ? &k.int8 : nullptr, packed);
+  if (!kernel.ok()) return false;
+  k.kernel = std::move(*kernel);
+  return true;
+}
+
 Result<Session::FramesKernel*> Session::frames_kernel(bool still) {
   std::unique_ptr<FramesKernel>& slot = still ? still_ : video_;
   if (slot) return slot.get();
+  return timed(profile_.setup_ms, [&] { return make_frames_kernel(still); });
+}
+
+Result<Session::FramesKernel*> Session::make_frames_kernel(bool still) {
+  std::unique_ptr<FramesKernel>& slot = still ? still_ : video_;
   const Preprocessing& p = *module_.preprocessing;
+  const char* kind = still ? "still" : "video";
   auto k = std::make_unique<FramesKernel>();
-  k->folded = fold_normalization(module_, p, still);
+  const ConvGeometry& g = module_.geometry;
+  k->folded.k = g.in_channels * (still ? 1 : g.kernel[0]) * g.kernel[1] * g.kernel[2];
   ModuleView& v = k->view;
   v.path = module_.path;
   v.family = module_.family;
-  v.geometry = module_.geometry;
+  v.geometry = g;
   if (still) v.geometry.kernel[0] = v.geometry.stride[0] = 1;
   v.patch_volume = k->folded.k;
   v.dtype = v.source_dtype = DType::kF32;
-  v.weight = {module_.weight.name, {v.geometry.embed_dim, k->folded.k}, DType::kF32,
-              reinterpret_cast<const uint8_t*>(k->folded.weight.data()), k->folded.weight.size() * sizeof(float)};
-  v.bias = TensorView{module_.path + ".bias", {v.geometry.embed_dim}, DType::kF32,
-                      reinterpret_cast<const uint8_t*>(k->folded.bias.data()), k->folded.bias.size() * sizeof(float)};
+  v.weight = {module_.weight.name, {g.embed_dim, k->folded.k}, DType::kF32, nullptr, 0};
+  v.bias = TensorView{module_.path + ".bias", {g.embed_dim}, DType::kF32, nullptr, 0};
   const bool int8 = precision_ == Precision::kInt8;
+  std::string why;
+  if (cache_) {
+    const auto found = cache_->find(kind, &why);
+    if (found && frames_kernel_from(*k, *found)) {
+      report_cache(kind, "loaded");
+      slot = std::move(k);
+      return slot.get();
+    }
+    if (found) why = "rebuilt: the entry does not fit this kernel";
+  }
+  k->folded = fold_normalization(module_, p, still);
+  v.weight.data = reinterpret_cast<const uint8_t*>(k->folded.weight.data());
+  v.weight.bytes = k->folded.weight.size() * sizeof(float);
+  v.bias->data = reinterpret_cast<const uint8_t*>(k->folded.bias.data());
+  v.bias->bytes = k->folded.bias.size() * sizeof(float);
   if (int8) k->int8 = quantize_int8(k->folded, backend_->int8_weight_max(nullptr));
   PF_ASSIGN_OR_RETURN(k->kernel, create_kernel(v, int8 ? &k->int8 : nullptr));
+  if (cache_) {
+    // What the kernel was made from, but where the backend's packed bytes replace it.
+    std::vector<CacheBlob> blobs;
+    const bool packs = k->kernel->packed_weights().first != nullptr;
+    if (int8) {
+      blobs = {blob_of("int8_scale", k->int8.scale), blob_of("int8_bias", k->int8.bias)};
+      if (!packs) blobs.push_back(blob_of("int8_weight", k->int8.weight));
+    } else {
+      blobs = {blob_of("bias", k->folded.bias)};
+      if (!packs) blobs.push_back(blob_of("weight", k->folded.weight));
+    }
+    store_in_cache(kind, why, std::move(blobs), *k->kernel);
+  }
   slot = std::move(k);
   return slot.get();
 }
@@ -194,7 +350,7 @@ Result<const GridTerms*> Session::grid_terms(int64_t h, int64_t w) {
       return &terms;
     }
   }
-  PF_ASSIGN_OR_RETURN(GridTerms made, timed(profile_.encoder_input_ms, [&] { return make_grid_terms(*encoder_, h, w); }));
+  PF_ASSIGN_OR_RETURN(GridTerms made, timed(profile_.setup_ms, [&] { return make_grid_terms(*encoder_, h, w); }));
   if (terms_.size() == kCachedGrids) {
     terms_.erase(std::min_element(terms_.begin(), terms_.end(), [](const auto& a, const auto& b) { return a.first < b.first; }));
   }
@@ -233,10 +389,7 @@ Status Session::run_and_finish(Kernel& kernel, const FrameGrid& g, int64_t t, in
   PF_ASSIGN_OR_RETURN(const GridTerms* terms, grid_terms(g.h, g.w));
   float* frame_out = output + static_cast<size_t>(t * frame_rows(*encoder_, g.h, g.w)) * embed;
   float* rows = frame_out + static_cast<size_t>(encoder_->class_rows() + first) * embed;
-  if (!terms->slot.empty()) {
-    window_rows_.resize(n * embed);
-    rows = window_rows_.data();
-  }
+  if (!terms->slot.empty()) rows = window_rows_.data();  // sized by prepare_chunk
   PF_RETURN_IF_ERROR(timed(profile_.kernel_ms, [&] { return run(rows); }));
   const size_t parts = std::min<size_t>(n, static_cast<size_t>(kernel.threads()));
   timed(profile_.encoder_input_ms, [&] {
@@ -249,13 +402,25 @@ Status Session::run_and_finish(Kernel& kernel, const FrameGrid& g, int64_t t, in
   return {};
 }
 
-Status Session::prepare_chunk(Kernel& kernel, const FrameGrid& g, size_t n, std::vector<size_t>& prepared) {
-  if (std::find(prepared.begin(), prepared.end(), n) != prepared.end()) return {};
-  prepared.push_back(n);
-  PF_RETURN_IF_ERROR(kernel.prepare(n));
+Status Session::ensure_prepared(Kernel& kernel, size_t n) {
+  const std::pair<const Kernel*, size_t> plan{&kernel, n};
+  if (std::find(prepared_.begin(), prepared_.end(), plan) != prepared_.end()) return {};
+  const bool f32_rows = &kernel == kernel_.get() || !kernel.takes_bf16();  // the frames gather makes bf16 rows itself
+  PF_RETURN_IF_ERROR(timed(profile_.setup_ms, [&] { return kernel.prepare(n, f32_rows); }));
+  prepared_.push_back(plan);
+  return {};
+}
+
+template <class V>
+void Session::grow(V& buffer, size_t size) {
+  if (buffer.size() < size) timed(profile_.setup_ms, [&] { buffer.resize(size); });
+}
+
+Status Session::prepare_chunk(Kernel& kernel, const FrameGrid& g, size_t n) {
+  PF_RETURN_IF_ERROR(ensure_prepared(kernel, n));
   if (!encoder_) return {};
   PF_ASSIGN_OR_RETURN(const GridTerms* terms, grid_terms(g.h, g.w));
-  if (!terms->slot.empty()) window_rows_.resize(std::max(window_rows_.size(), n * static_cast<size_t>(module_.geometry.embed_dim)));
+  if (!terms->slot.empty()) grow(window_rows_, n * static_cast<size_t>(module_.geometry.embed_dim));
   return {};
 }
 
@@ -267,16 +432,13 @@ Status Session::gather_and_run(FramesKernel& k, const FrameGrid& g, float* outpu
   const auto chunks = [&](auto& buffer, const auto& run) -> Status {
     const size_t block_bytes = rows_per_block * row_values * sizeof(buffer[0]);
     const auto per_chunk = static_cast<int64_t>(std::clamp<size_t>(kChunkBytes / block_bytes, 1, static_cast<size_t>(blocks_per_t)));
-    buffer.resize(static_cast<size_t>(per_chunk) * rows_per_block * row_values);
-    std::vector<size_t> prepared;
+    grow(buffer, static_cast<size_t>(per_chunk) * rows_per_block * row_values);
     for (int64_t gt = 0; gt < g.t; ++gt) {
       for (int64_t b = gt * blocks_per_t; b < (gt + 1) * blocks_per_t; b += per_chunk) {
         const int64_t e = std::min(b + per_chunk, (gt + 1) * blocks_per_t);
         const size_t n = static_cast<size_t>(e - b) * rows_per_block;
-        if (pass == Pass::kPrepare) {
-          PF_RETURN_IF_ERROR(prepare_chunk(*k.kernel, g, n, prepared));
-          continue;
-        }
+        PF_RETURN_IF_ERROR(prepare_chunk(*k.kernel, g, n));
+        if (pass == Pass::kPrepare) continue;
         gather(b, e, buffer.data());
         const auto first = static_cast<int64_t>(static_cast<size_t>(b - gt * blocks_per_t) * rows_per_block);
         PF_RETURN_IF_ERROR(run_and_finish(*k.kernel, g, gt, first, n, output, [&](float* out) { return run(buffer.data(), n, out); }));
@@ -331,7 +493,7 @@ Result<const Resizer*> Session::resizer(size_t t, size_t height, size_t width) {
   const Preprocessing& p = *module_.preprocessing;
   PF_ASSIGN_OR_RETURN(const ResizeSpec spec, frame_resize_spec(p, t == 1 ? 0 : static_cast<int64_t>(t), height, width));
   if (!resizer_ || !same_spec(resizer_->spec(), spec)) {
-    PF_ASSIGN_OR_RETURN(Resizer r, Resizer::create(spec));
+    PF_ASSIGN_OR_RETURN(Resizer r, timed(profile_.setup_ms, [&] { return Resizer::create(spec); }));
     resizer_ = std::move(r);
   }
   return &*resizer_;
@@ -339,10 +501,10 @@ Result<const Resizer*> Session::resizer(size_t t, size_t height, size_t width) {
 
 size_t Session::size_resize_buffers(const Kernel& kernel, const Resizer& r, const ImageView& image, size_t frames) {
   const size_t parts = std::min<size_t>(r.spec().out_h, static_cast<size_t>(kernel.threads()));
-  resize_scratch_.resize(parts);
-  for (auto& s : resize_scratch_) s.resize(r.scratch_bytes(image));
+  resize_scratch_.resize(std::max(resize_scratch_.size(), parts));
+  for (auto& s : resize_scratch_) grow(s, r.scratch_bytes(image));
   resized_.resize(std::max(resized_.size(), frames));
-  for (size_t i = 0; i < frames; ++i) resized_[i].resize(r.spec().out_h * r.spec().out_w * 3);
+  for (size_t i = 0; i < frames; ++i) grow(resized_[i], r.spec().out_h * r.spec().out_w * 3);
   return parts;
 }
 
@@ -448,6 +610,7 @@ Status Session::run(const float* input, size_t n, float* output) {
   profile_ = {};
   try {
     PF_ASSIGN_OR_RETURN(Kernel * kernel, rows_kernel());
+    PF_RETURN_IF_ERROR(ensure_prepared(*kernel, n));
     return timed(profile_.kernel_ms, [&] { return kernel->run(input, n, output); });
   } catch (const std::bad_alloc&) {
     return make_error(Code::kOutOfMemory, cat("run: out of memory for N = ", n));
@@ -487,14 +650,11 @@ Status Session::grid_chunks(const float* input, const FrameGrid& g, float* outpu
   // output rows in cache; whole rows of merge blocks, so window slots stay within a frame.
   const auto block = static_cast<size_t>(encoder_->merge_size * encoder_->merge_size);
   const size_t per_chunk = std::clamp<size_t>(kChunkBytes / (k * sizeof(float)) / block, 1, rows_per_frame / block) * block;
-  std::vector<size_t> prepared;
   for (int64_t t = 0; t < g.t; ++t) {
     for (size_t first = 0; first < rows_per_frame; first += per_chunk) {
       const size_t n = std::min(per_chunk, rows_per_frame - first);
-      if (pass == Pass::kPrepare) {
-        PF_RETURN_IF_ERROR(prepare_chunk(*kernel, g, n, prepared));
-        continue;
-      }
+      PF_RETURN_IF_ERROR(prepare_chunk(*kernel, g, n));
+      if (pass == Pass::kPrepare) continue;
       const float* in = input + (static_cast<size_t>(t) * rows_per_frame + first) * k;
       PF_RETURN_IF_ERROR(run_and_finish(*kernel, g, t, static_cast<int64_t>(first), n, output,
                                         [&](float* out) { return kernel->run(in, n, out); }));
@@ -514,7 +674,7 @@ Status Session::prepare_rows(const FrameGrid& g) {
   try {
     PF_ASSIGN_OR_RETURN(Kernel * kernel, rows_kernel());
     start_threads(*kernel);
-    Status s = encoder_ ? grid_chunks(nullptr, g, nullptr, Pass::kPrepare) : kernel->prepare(static_cast<size_t>(g.rows()));
+    Status s = encoder_ ? grid_chunks(nullptr, g, nullptr, Pass::kPrepare) : ensure_prepared(*kernel, static_cast<size_t>(g.rows()));
     profile_ = kept;
     return s;
   } catch (const std::bad_alloc&) {

@@ -15,6 +15,7 @@
 #include "runtime/frames/preprocessing.h"
 #include "runtime/frames/resize.h"
 #include "runtime/frames/weight_transforms.h"
+#include "runtime/session/weights_cache.h"
 
 namespace patchfuse {
 
@@ -24,7 +25,10 @@ struct RunProfile {
   double preprocess_ms = 0;  // pixel format conversion, resize and crop (images)
   double gather_ms = 0;      // patch rows from frames, in the kernel's input type
   double kernel_ms = 0;      // the projection
-  double encoder_input_ms = 0;  // the encoder input's epilogue (and its grid terms, when new)
+  double encoder_input_ms = 0;  // the encoder input's epilogue
+  // One-time work, outside the stages above: a path's kernel (folded, packed), resize tables, a
+  // chunk size's plan, buffer growth, a new grid's terms. Exactly 0 when the size was prepared.
+  double setup_ms = 0;
 };
 
 // What a run writes: the patch embedding (the conv's output), or the vision encoder's input (the
@@ -38,6 +42,7 @@ struct SessionOptions {
   std::optional<Precision> precision;    // nullopt: auto
   bool fused = true;
   OutputStage output_stage = OutputStage::kPatches;
+  std::string weights_cache;             // "": none (runtime/session/weights_cache.h)
 };
 
 class Session {
@@ -93,6 +98,7 @@ class Session {
   const std::string& detail() const { return detail_; }
   const std::string& isa() const { return isa_; }
   const std::string& note() const { return note_; }
+  const std::string& weights_cache_report() const { return cache_report_; }  // a line per kernel; "" without a cache
   const RunProfile& last_profile() const { return profile_; }
   OutputStage output_stage() const { return encoder_ ? OutputStage::kEncoderInput : OutputStage::kPatches; }
   // Bytes held by the cached grid terms (a few grids; see kCachedGrids).
@@ -107,13 +113,29 @@ class Session {
     ModuleView view;
     std::unique_ptr<Kernel> kernel;
   };
+  // A kernel is made from the weights cache's entry when one verifies and fits, else derived and
+  // packed, and then stored in the cache (when the session has one).
   Result<FramesKernel*> frames_kernel(bool still);
   Result<Kernel*> rows_kernel();  // the pixel_values kernel, packed on first use
+  bool frames_kernel_from(FramesKernel& k, const std::vector<CacheBlob>& blobs);  // false: does not fit
+  std::string cache_scope() const;
+  void report_cache(const std::string& kind, const std::string& what);
+  // Stores `blobs` and the kernel's packed weights (when it exports them) as `kind`.
+  void store_in_cache(const std::string& kind, const std::string& why_missing, std::vector<CacheBlob> blobs,
+                      const Kernel& kernel);
+  // The kernel's plan for n rows, made on its first use and timed as setup.
+  Status ensure_prepared(Kernel& kernel, size_t n);
+  Result<FramesKernel*> make_frames_kernel(bool still);
+  Result<Kernel*> make_rows_kernel();
   // A run's chunk loops serve pf_session_prepare too: kPrepare does each chunk size's one-time
   // work (prepare_chunk) instead of gathering and running, so both see the same chunk sizes.
   enum class Pass { kRun, kPrepare };
-  // The kernel's plan for n rows, the grid terms and the window buffer; sizes in `prepared` are skipped.
-  Status prepare_chunk(Kernel& kernel, const FrameGrid& grid, size_t n, std::vector<size_t>& prepared);
+  // A chunk's one-time work, in both passes: the kernel's plan for n rows, the grid terms, the
+  // window buffer; each timed as setup when it is new.
+  Status prepare_chunk(Kernel& kernel, const FrameGrid& grid, size_t n);
+  // Grows `buffer` to `size` elements (first touching them), timed as setup; never shrinks it.
+  template <class V>
+  void grow(V& buffer, size_t size);
   // Encoder-input pixel_values rows of `grid`, a chunk at a time (input and output unused in kPrepare).
   Status grid_chunks(const float* input, const FrameGrid& grid, float* output, Pass pass);
   // Starts the kernel's thread pool (OpenMP starts its threads on the first parallel region).
@@ -148,11 +170,16 @@ class Session {
   // number of threads the resize runs on.
   size_t size_resize_buffers(const Kernel& kernel, const Resizer& r, const ImageView& image, size_t frames);
   size_t resized_frames(size_t t) const;  // frames of t images resized at a time: temporal_patch_size, 1 for a still image
-  Result<std::unique_ptr<Kernel>> create_kernel(const ModuleView& module, const Int8Weights* int8 = nullptr) const;
+  Result<std::unique_ptr<Kernel>> create_kernel(const ModuleView& module, const Int8Weights* int8 = nullptr,
+                                                const CacheBlob* packed = nullptr) const;
   // The kernel packed at creation: the still image's, or the pixel_values rows' for a model without preprocessing.
   const Kernel& main_kernel() const { return still_ ? *still_->kernel : *kernel_; }
   Kernel& main_kernel() { return still_ ? *still_->kernel : *kernel_; }
   int threads_ = 1;
+  // Declared before the kernels, so it outlives them: their weights may point into its mappings.
+  std::optional<WeightsCache> cache_;
+  std::string cache_report_;
+  std::vector<std::pair<const Kernel*, size_t>> prepared_;  // (kernel, rows) plans made
   std::unique_ptr<FramesKernel> still_, video_;
   std::vector<float> rows_;          // a chunk of gathered rows, reused across runs (f32 kernels)
   std::vector<uint16_t> rows_bf16_;  // the same for kernels that take bf16 rows

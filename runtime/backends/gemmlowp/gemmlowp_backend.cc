@@ -91,7 +91,7 @@ class GemmlowpKernel final : public Kernel {
     return {};
   }
   // gemmlowp sizes its packing buffers on a GEMM's first call, so n blank rows run once here.
-  Status prepare(size_t n) override {
+  Status prepare(size_t n, bool /*f32_rows*/) override {
     const std::vector<uint8_t> blank(n * static_cast<size_t>(int8_.k));
     std::vector<float> out(n * outputs_);
     return run_u8(blank.data(), n, out.data());
@@ -157,7 +157,8 @@ bool supports(Precision p, bool fused, std::string* why) {
 
 const Backend& gemmlowp_backend() {
   static const Backend b{BackendId::kGemmlowp, "gemmlowp", available, supports, GemmlowpKernel::make,
-                         [](std::string*) { return 127; }};  // exact int32 sums on every variant
+                         [](std::string*) { return 127; },  // exact int32 sums on every variant
+                         [] { return std::string("gemmlowp (packs on every call: the cache keeps the int8 weights)"); }};
   return b;
 }
 

@@ -90,9 +90,10 @@ class OneDnnKernel final : public Kernel {
     return execute(input, nullptr, n, output);
   }
 
-  Status prepare(size_t n) override {
+  Status prepare(size_t n, bool f32_rows) override {
     try {
-      plan_for(static_cast<int64_t>(n));
+      Plan& p = plan_for(static_cast<int64_t>(n));
+      if (bf16_ && f32_rows) stage(p);
     } catch (const dnnl::error& e) {
       return make_error(Code::kInternal, cat("onednn: preparing N = ", n, " failed: ", e.what()));
     }
@@ -106,6 +107,11 @@ class OneDnnKernel final : public Kernel {
     // The same OpenMP runtime and thread count as oneDNN's own parallel regions: no new threads.
 #pragma omp parallel for num_threads(threads_) schedule(static)
     for (int64_t i = 0; i < static_cast<int64_t>(n); ++i) task(static_cast<size_t>(i));
+  }
+
+  std::pair<const uint8_t*, size_t> packed_weights() const override {
+    const dnnl::memory& w = packed_.front();  // the creation-time layout, which pack() makes again
+    return {static_cast<const uint8_t*>(w.get_data_handle()), w.get_desc().get_size()};
   }
 
   std::string detail() const override { return detail_; }
@@ -126,7 +132,8 @@ class OneDnnKernel final : public Kernel {
       } else {
         p.user_src.set_data_handle(const_cast<void*>(user_rows));
         if (bf16_) {
-          p.src.set_data_handle(p.owned_src);
+          stage(p);
+          p.src.set_data_handle(p.staging.data());
           p.to_bf16.execute(stream_, p.user_src, p.src);
         }
       }
@@ -142,7 +149,9 @@ class OneDnnKernel final : public Kernel {
     dnnl::primitive compute;
     dnnl::reorder to_bf16;  // f32 user input -> bf16 (bf16 precision only)
     dnnl::memory user_src, src, dst, scratchpad;
-    void* owned_src = nullptr;  // src's own bf16 buffer (run_bf16 points src elsewhere for a call)
+    // bf16 sessions' staging for f32 rows (run), made on first need: frames come as bf16 rows (run_bf16).
+    std::vector<uint8_t> staging;
+    size_t staging_bytes = 0;
     std::unordered_map<int, dnnl::memory> args;  // built once; the handles above are re-pointed per run
   };
 
@@ -240,10 +249,19 @@ class OneDnnKernel final : public Kernel {
   void pack(const KernelRequest& r) {
     if (int8_) scales_ = r.int8->scale;
     const dnnl::primitive_desc_base pd = describe(kPackingBatch);
-    dnnl::memory weights(pd.weights_desc(), engine_);
     detail_ = cat(version_string(), gemm_as_conv() ? " 1x1 convolution " : fused_ ? " matmul " : " convolution ",
                   pd.impl_info_str(), " (", bf16_ ? "bf16" : int8_ ? "int8: u8 pixels x s8 weights, per-channel scales" : "f32",
                   ")");
+    if (r.packed != nullptr) {  // packed by an earlier process in this very layout (the weights cache)
+      if (r.packed_size != pd.weights_desc().get_size()) {
+        throw dnnl::error(dnnl_invalid_arguments, "cached packed weights are not the size of this layout");
+      }
+      packed_.emplace_back(pd.weights_desc(), engine_, const_cast<uint8_t*>(r.packed));  // only read
+      bias_values_ = int8_ ? r.int8->bias : has_bias_ ? tensor_as_f32(*r.module->bias) : std::vector<float>();
+      if (has_bias_) bias_ = dnnl::memory(bias_desc(), engine_, bias_values_.data());
+      return;
+    }
+    dnnl::memory weights(pd.weights_desc(), engine_);
     if (int8_) {  // the quantized [O, K] weights: plain oihw; the bias in accumulator units
       dnnl::memory model_w(dnnl::memory::desc(weight_dims(), dt::s8, tag::nchw), engine_,
                            const_cast<int8_t*>(r.int8->weight.data()));
@@ -298,6 +316,10 @@ class OneDnnKernel final : public Kernel {
     return w;
   }
 
+  static void stage(Plan& p) {
+    if (p.staging.empty()) p.staging.resize(p.staging_bytes);
+  }
+
   Plan& plan_for(int64_t n) {
     auto it = plans_.find(n);
     if (it != plans_.end()) return it->second;
@@ -313,8 +335,8 @@ class OneDnnKernel final : public Kernel {
                               DNNL_MEMORY_NONE);
     p.dst = dnnl::memory(pd.dst_desc(), engine_, DNNL_MEMORY_NONE);
     if (bf16_) {
-      p.src = dnnl::memory(pd.src_desc(), engine_);  // owned bf16 staging buffer for this N
-      p.owned_src = p.src.get_data_handle();
+      p.src = dnnl::memory(pd.src_desc(), engine_, DNNL_MEMORY_NONE);  // pointed at each run's bf16 rows
+      p.staging_bytes = pd.src_desc().get_size();
       p.to_bf16 = dnnl::reorder(p.user_src, p.src);
     }
     p.args = {{DNNL_ARG_SRC, bf16_ ? p.src : p.user_src},
@@ -326,7 +348,6 @@ class OneDnnKernel final : public Kernel {
     // First touched here, where the plan is made (pf_session_prepare, or a size's first run),
     // rather than page by page inside the plan's first execution.
     std::memset(p.scratchpad.get_data_handle(), 0, pd.scratchpad_desc().get_size());
-    if (bf16_) std::memset(p.owned_src, 0, pd.src_desc().get_size());
     return plans_.emplace(n, std::move(p)).first->second;
   }
 
@@ -387,7 +408,8 @@ int int8_weight_max(std::string* why) {
 }  // namespace
 
 const Backend& onednn_backend() {
-  static const Backend b{BackendId::kOneDnn, "onednn", available, supports, OneDnnKernel::make, int8_weight_max};
+  static const Backend b{BackendId::kOneDnn, "onednn", available, supports, OneDnnKernel::make, int8_weight_max,
+                         [] { return cat(version_string(), " ", isa_name(dnnl::get_effective_cpu_isa())); }};
   return b;
 }
 

@@ -108,7 +108,8 @@ Result<std::unique_ptr<Kernel>> create(const KernelRequest& r) {
 
 const Backend& reference_backend() {
   static const Backend b{BackendId::kReference, "reference", available, supports, create,
-                         [](std::string*) { return 127; }};  // exact int32 sums
+                         [](std::string*) { return 127; },  // exact int32 sums
+                         [] { return std::string("reference (no packing: the cache keeps the folded weights)"); }};
   return b;
 }
 

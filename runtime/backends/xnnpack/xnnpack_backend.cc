@@ -133,7 +133,7 @@ class XnnpackKernel final : public Kernel {
     return {};
   }
 
-  Status prepare(size_t n) override {  // the buffers a run of n rows uses
+  Status prepare(size_t n, bool /*f32_rows*/) override {  // the buffers a run of n rows uses
     staged_.get(std::min(n, kStagedRows) * k_);
     if (!fused_) nhwc_.get(n * k_);
     if (f16_) {
@@ -307,7 +307,9 @@ bool supports(Precision p, bool fused, std::string* why) {
 
 const Backend& xnnpack_backend() {
   static const Backend b{BackendId::kXnnpack, "xnnpack", available, supports, XnnpackKernel::make,
-                         [](std::string*) { return 127; }};  // never asked: supports() refuses int8
+                         [](std::string*) { return 127; },  // never asked: supports() refuses int8
+                         // Debian's 2022 XNNPACK takes no packed weights back: the cache keeps the folded ones.
+                         [] { return std::string("XNNPACK (packs at creation: the cache keeps the folded weights)"); }};
   return b;
 }
 
