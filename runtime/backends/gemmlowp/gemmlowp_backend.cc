@@ -78,23 +78,18 @@ class GemmlowpKernel final : public Kernel {
   // The exact int32 sums, then int8_output() as the reference backend applies it, so the two agree
   // bit for bit. The epilogue is split over the threads by rows.
   Status run_u8(const uint8_t* input, size_t n, float* output) override {
-    PF_CHECK(n <= static_cast<size_t>(INT32_MAX / std::max<int64_t>(int8_.k, 1)), Code::kInvalidArgument,
-             "gemmlowp backend: ", n, " rows exceed its int sizes");
-    acc_.resize(n * outputs_);
-    PF_CHECK(variant_.gemm(context_, weights_.data(), input, static_cast<int>(outputs_), static_cast<int>(n),
-                           static_cast<int>(int8_.k), acc_.data()),
-             Code::kOutOfMemory, "gemmlowp backend: out of memory running ", n, " rows");
+    PF_RETURN_IF_ERROR(gemm(input, n));
     const int parts = static_cast<int>(std::min<size_t>(n, static_cast<size_t>(threads_)));
     if (parts == 0) return {};
     Epilogue e{this, n, static_cast<size_t>(parts), output};
     variant_.parallel_for(context_, parts, &Epilogue::run, &e);
     return {};
   }
-  // gemmlowp sizes its packing buffers on a GEMM's first call, so n blank rows run once here.
+  // gemmlowp sizes its packing buffers on a GEMM's first call, so the GEMM of n blank rows runs
+  // once here, into the accumulators a run uses (no epilogue, no output).
   Status prepare(size_t n, bool /*f32_rows*/) override {
     const std::vector<uint8_t> blank(n * static_cast<size_t>(int8_.k));
-    std::vector<float> out(n * outputs_);
-    return run_u8(blank.data(), n, out.data());
+    return gemm(blank.data(), n);
   }
   void parallelize(size_t n, const std::function<void(size_t)>& task) override {
     if (n <= 1) {
@@ -119,6 +114,17 @@ class GemmlowpKernel final : public Kernel {
     // gemmlowp's inputs are uint8 with an offset: q + 128 with offset -128 is q again.
     std::transform(w.weight.begin(), w.weight.end(), weights_.begin(),
                    [](int8_t q) { return static_cast<uint8_t>(static_cast<int>(q) + 128); });
+  }
+
+  // acc_ = the exact int32 sums of n rows.
+  Status gemm(const uint8_t* input, size_t n) {
+    PF_CHECK(n <= static_cast<size_t>(INT32_MAX / std::max<int64_t>(int8_.k, 1)), Code::kInvalidArgument,
+             "gemmlowp backend: ", n, " rows exceed its int sizes");
+    if (acc_.size() < n * outputs_) acc_.resize(n * outputs_);
+    PF_CHECK(variant_.gemm(context_, weights_.data(), input, static_cast<int>(outputs_), static_cast<int>(n),
+                           static_cast<int>(int8_.k), acc_.data()),
+             Code::kOutOfMemory, "gemmlowp backend: out of memory running ", n, " rows");
+    return {};
   }
 
   struct Epilogue {
