@@ -87,17 +87,24 @@ TEST_P(FramesTest, GatherOrderIsHuggingFaces) {
     const int64_t k = still ? C * PP : C * T * PP;
     std::vector<float> rows(static_cast<size_t>(g.rows() * k));
     const int64_t blocks = gather_block_count(g, p);
-    gather_rows(f.pointers().data(), f.t, f.width * 3, g, p, C, still, 0, blocks, rows.data());
-    // Block by block, in reverse (as threads may finish): the same rows.
+    gather_rows(f.pointers().data(), f.t, f.width * 3, 0, g, p, C, still, 0, blocks, rows.data());
+    // Block by block, in reverse (as threads may finish), each from copies of only the image rows
+    // it covers, as the images path gathers from resized bands (first_row): the same rows.
     std::vector<float> by_block(rows.size(), -1.0f);
+    const size_t stride = f.width * 3, band = static_cast<size_t>(p.merge_size * p.patch_size);
     for (int64_t b = blocks - 1; b >= 0; --b) {
-      gather_rows(f.pointers().data(), f.t, f.width * 3, g, p, C, still, b, b + 1,
+      const size_t y0 = static_cast<size_t>(b % (blocks / g.t)) * band;
+      std::vector<std::vector<uint8_t>> bands;
+      std::vector<const uint8_t*> band_pointers;
+      for (const uint8_t* frame : f.pointers()) bands.emplace_back(frame + y0 * stride, frame + (y0 + band) * stride);
+      for (const auto& rows_of_band : bands) band_pointers.push_back(rows_of_band.data());
+      gather_rows(band_pointers.data(), f.t, stride, y0, g, p, C, still, b, b + 1,
                   by_block.data() + b * (g.rows() / blocks) * k);
     }
     ASSERT_EQ(by_block, rows);
     // The bf16 gather (what a bf16 kernel takes) holds the same values exactly.
     std::vector<uint16_t> rows16(rows.size());
-    gather_rows(f.pointers().data(), f.t, f.width * 3, g, p, C, still, 0, blocks, rows16.data());
+    gather_rows(f.pointers().data(), f.t, f.width * 3, 0, g, p, C, still, 0, blocks, rows16.data());
     for (size_t i = 0; i < rows.size(); ++i) {
       const uint32_t bits = static_cast<uint32_t>(rows16[i]) << 16;
       float v;

@@ -52,7 +52,10 @@ std::vector<uint8_t> resize(const Rgb& src, const ResizeSpec& spec, size_t bands
   std::vector<uint8_t> out(spec.out_h * spec.out_w * 3, 0xAB);
   const ImageView v = view(src);
   std::vector<uint8_t> scratch(r.scratch_bytes(v));
-  for (size_t b = 0; b < bands; ++b) r.run(v, spec.out_h * b / bands, spec.out_h * (b + 1) / bands, scratch.data(), out.data());
+  for (size_t b = 0; b < bands; ++b) {
+    const size_t begin = spec.out_h * b / bands;
+    r.run(v, begin, spec.out_h * (b + 1) / bands, scratch.data(), out.data() + begin * spec.out_w * 3);
+  }
   return out;
 }
 

@@ -163,7 +163,7 @@ void emit_rows_here(const uint8_t* planes, size_t width, int64_t P, int64_t M, i
 // Per merge row of a block: its P image rows of each time step are split into channel planes,
 // then the rows it contributes to are written.
 template <class T>
-void gather(const uint8_t* const* frames, size_t count, size_t row_stride, const FrameGrid& grid,
+void gather(const uint8_t* const* frames, size_t count, size_t row_stride, size_t first_row, const FrameGrid& grid,
             const Preprocessing& p, int64_t channels, bool still, int64_t block_begin, int64_t block_end, T* out) {
   const int64_t P = p.patch_size, M = p.merge_size, tps = still ? 1 : p.temporal_patch_size;
   const int64_t k = channels * tps * P * P, blocks_per_t = grid.h / M;
@@ -178,7 +178,7 @@ void gather(const uint8_t* const* frames, size_t count, size_t row_stride, const
         const size_t f = std::min(static_cast<size_t>(gt * tps + t), count - 1);  // odd count: repeat the last
         for (int64_t y = 0; y < P; ++y) {
           const auto image_row = static_cast<size_t>((bh * M + mh) * P + y);
-          deinterleave(frames[f] + image_row * row_stride, width, channels,
+          deinterleave(frames[f] + (image_row - first_row) * row_stride, width, channels,
                        planes.data() + static_cast<size_t>(t * channels * P + y) * width, plane_stride);
         }
       }
@@ -191,22 +191,22 @@ void gather(const uint8_t* const* frames, size_t count, size_t row_stride, const
 
 int64_t gather_block_count(const FrameGrid& grid, const Preprocessing& p) { return grid.t * (grid.h / p.merge_size); }
 
-void gather_rows(const uint8_t* const* frames, size_t count, size_t row_stride, const FrameGrid& grid,
+void gather_rows(const uint8_t* const* frames, size_t count, size_t row_stride, size_t first_row, const FrameGrid& grid,
                  const Preprocessing& p, int64_t channels, bool still, int64_t block_begin, int64_t block_end,
                  float* out) {
-  gather(frames, count, row_stride, grid, p, channels, still, block_begin, block_end, out);
+  gather(frames, count, row_stride, first_row, grid, p, channels, still, block_begin, block_end, out);
 }
 
-void gather_rows(const uint8_t* const* frames, size_t count, size_t row_stride, const FrameGrid& grid,
+void gather_rows(const uint8_t* const* frames, size_t count, size_t row_stride, size_t first_row, const FrameGrid& grid,
                  const Preprocessing& p, int64_t channels, bool still, int64_t block_begin, int64_t block_end,
                  uint16_t* out) {
-  gather(frames, count, row_stride, grid, p, channels, still, block_begin, block_end, out);
+  gather(frames, count, row_stride, first_row, grid, p, channels, still, block_begin, block_end, out);
 }
 
-void gather_rows(const uint8_t* const* frames, size_t count, size_t row_stride, const FrameGrid& grid,
+void gather_rows(const uint8_t* const* frames, size_t count, size_t row_stride, size_t first_row, const FrameGrid& grid,
                  const Preprocessing& p, int64_t channels, bool still, int64_t block_begin, int64_t block_end,
                  uint8_t* out) {
-  gather(frames, count, row_stride, grid, p, channels, still, block_begin, block_end, out);
+  gather(frames, count, row_stride, first_row, grid, p, channels, still, block_begin, block_end, out);
 }
 
 }  // namespace patchfuse

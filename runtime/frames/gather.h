@@ -20,17 +20,19 @@ namespace patchfuse {
 // block is one row of merge groups of one time step (M * grid.w rows).
 int64_t gather_block_count(const FrameGrid& grid, const Preprocessing& p);
 
-// `frames`: grid's source frames, `count` of them (count <= grid.t * temporal_patch_size).
+// `frames`: grid's source frames, `count` of them (count <= grid.t * temporal_patch_size), each
+// pointing at its row `first_row` (0 for whole frames; a band's first row when frames are resized a
+// band at a time): the blocks gathered read rows from first_row on only.
 // `out`: the rows of blocks [block_begin, block_end), from its start, each channels * (still ? 1 :
 // temporal_patch_size) * P * P values, as f32 or as bf16 bits (every such value is exact in
 // both), the two input types backends take, or as the raw uint8 pixels for int8 kernels.
-void gather_rows(const uint8_t* const* frames, size_t count, size_t row_stride, const FrameGrid& grid,
+void gather_rows(const uint8_t* const* frames, size_t count, size_t row_stride, size_t first_row, const FrameGrid& grid,
                  const Preprocessing& p, int64_t channels, bool still, int64_t block_begin, int64_t block_end,
                  float* out);
-void gather_rows(const uint8_t* const* frames, size_t count, size_t row_stride, const FrameGrid& grid,
+void gather_rows(const uint8_t* const* frames, size_t count, size_t row_stride, size_t first_row, const FrameGrid& grid,
                  const Preprocessing& p, int64_t channels, bool still, int64_t block_begin, int64_t block_end,
                  uint16_t* out);
-void gather_rows(const uint8_t* const* frames, size_t count, size_t row_stride, const FrameGrid& grid,
+void gather_rows(const uint8_t* const* frames, size_t count, size_t row_stride, size_t first_row, const FrameGrid& grid,
                  const Preprocessing& p, int64_t channels, bool still, int64_t block_begin, int64_t block_end,
                  uint8_t* out);
 

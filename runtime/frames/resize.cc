@@ -656,7 +656,7 @@ void Resizer::run(const ImageView& image, size_t row_begin, size_t row_end, uint
   };
 
   for (size_t oy = row_begin; oy < row_end; ++oy) {
-    uint8_t* dst = out + oy * out_row;
+    uint8_t* dst = out + (oy - row_begin) * out_row;
     const int64_t r = static_cast<int64_t>(oy) + s.top;
     if (r < 0 || r >= static_cast<int64_t>(s.resized_h) || values == 0) {
       std::memset(dst, 0, out_row);

@@ -69,8 +69,9 @@ class Resizer {
 
   // Scratch one run() call needs for `image` (of the spec's source size).
   size_t scratch_bytes(const ImageView& image) const;
-  // Writes rows [row_begin, row_end) of the out_h x out_w RGB frame (rows out_w * 3 bytes apart,
-  // starting at `out`). Bands of rows are independent, so threads can split a frame.
+  // Writes rows [row_begin, row_end) of the out_h x out_w RGB frame, rows out_w * 3 bytes apart,
+  // row row_begin at `out`. Bands of rows are independent, so threads can split a frame and a
+  // caller can resize a band at a time into a band-sized buffer.
   void run(const ImageView& image, size_t row_begin, size_t row_end, uint8_t* scratch, uint8_t* out) const;
 
  private:

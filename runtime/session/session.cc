@@ -326,7 +326,7 @@ Result<Session::FramesKernel*> Session::make_frames_kernel(bool still) {
 
 template <class T>
 void Session::gather_on_threads(FramesKernel& k, const uint8_t* const* frames, size_t t, size_t row_stride,
-                                const FrameGrid& grid, int64_t begin, int64_t end, T* rows) {
+                                size_t first_row, const FrameGrid& grid, int64_t begin, int64_t end, T* rows) {
   // One contiguous range of blocks per thread, so each gather call sets up its row planes once.
   const Preprocessing& p = *module_.preprocessing;
   const int64_t parts = std::min<int64_t>(end - begin, k.kernel->threads());
@@ -336,7 +336,7 @@ void Session::gather_on_threads(FramesKernel& k, const uint8_t* const* frames, s
     k.kernel->parallelize(static_cast<size_t>(parts), [&](size_t i) {
       const auto part = static_cast<int64_t>(i);
       const int64_t first = begin + (end - begin) * part / parts;
-      gather_rows(frames, t, row_stride, grid, p, module_.geometry.in_channels, still, first,
+      gather_rows(frames, t, row_stride, first_row, grid, p, module_.geometry.in_channels, still, first,
                   begin + (end - begin) * (part + 1) / parts, rows + (first - begin) * values_per_block);
     });
   });
@@ -424,14 +424,28 @@ Status Session::prepare_chunk(Kernel& kernel, const FrameGrid& g, size_t n) {
   return {};
 }
 
+size_t Session::row_value_bytes(const FramesKernel& k) const {
+  return precision_ == Precision::kInt8 ? 1 : k.kernel->takes_bf16() ? 2 : sizeof(float);
+}
+
+int64_t Session::chunk_blocks(const FramesKernel& k, const FrameGrid& g) const {
+  const int64_t blocks = gather_block_count(g, *module_.preprocessing), blocks_per_t = blocks / g.t;
+  const size_t block_bytes = static_cast<size_t>(g.rows() / blocks * k.folded.k) * row_value_bytes(k);
+  return static_cast<int64_t>(std::clamp<size_t>(kChunkBytes / block_bytes, 1, static_cast<size_t>(blocks_per_t)));
+}
+
+size_t Session::band_rows(const FramesKernel& k, const FrameGrid& g) const {
+  const Preprocessing& p = *module_.preprocessing;
+  return static_cast<size_t>(chunk_blocks(k, g) * p.merge_size * p.patch_size);
+}
+
 template <class Gather>
 Status Session::gather_and_run(FramesKernel& k, const FrameGrid& g, float* output, const Gather& gather, Pass pass) {
   // Rows in the kernel's own input type: a bf16 kernel gets bf16 rows, with no f32 pass between.
   const int64_t blocks = gather_block_count(g, *module_.preprocessing), blocks_per_t = blocks / g.t;
   const auto rows_per_block = static_cast<size_t>(g.rows() / blocks), row_values = static_cast<size_t>(k.folded.k);
   const auto chunks = [&](auto& buffer, const auto& run) -> Status {
-    const size_t block_bytes = rows_per_block * row_values * sizeof(buffer[0]);
-    const auto per_chunk = static_cast<int64_t>(std::clamp<size_t>(kChunkBytes / block_bytes, 1, static_cast<size_t>(blocks_per_t)));
+    const int64_t per_chunk = chunk_blocks(k, g);
     grow(buffer, static_cast<size_t>(per_chunk) * rows_per_block * row_values);
     for (int64_t gt = 0; gt < g.t; ++gt) {
       for (int64_t b = gt * blocks_per_t; b < (gt + 1) * blocks_per_t; b += per_chunk) {
@@ -467,7 +481,7 @@ Status Session::run_frames(const uint8_t* const* frames, size_t t, size_t height
   try {
     PF_ASSIGN_OR_RETURN(FramesKernel * k, frames_kernel(t == 1));
     PF_RETURN_IF_ERROR(gather_and_run(*k, g, output, [&](int64_t begin, int64_t end, auto* rows) {
-      gather_on_threads(*k, frames, t, row_stride, g, begin, end, rows);
+      gather_on_threads(*k, frames, t, row_stride, 0, g, begin, end, rows);
     }, Pass::kRun));
   } catch (const std::bad_alloc&) {
     return make_error(Code::kOutOfMemory, cat("run_frames: out of memory for ", t, " frames of ", height, "x", width));
@@ -499,21 +513,24 @@ Result<const Resizer*> Session::resizer(size_t t, size_t height, size_t width) {
   return &*resizer_;
 }
 
-size_t Session::size_resize_buffers(const Kernel& kernel, const Resizer& r, const ImageView& image, size_t frames) {
+size_t Session::size_resize_buffers(const Kernel& kernel, const Resizer& r, const ImageView& image, size_t frames,
+                                    size_t rows) {
   const size_t parts = std::min<size_t>(r.spec().out_h, static_cast<size_t>(kernel.threads()));
   resize_scratch_.resize(std::max(resize_scratch_.size(), parts));
   for (auto& s : resize_scratch_) grow(s, r.scratch_bytes(image));
   resized_.resize(std::max(resized_.size(), frames));
-  for (size_t i = 0; i < frames; ++i) grow(resized_[i], r.spec().out_h * r.spec().out_w * 3);
+  for (size_t i = 0; i < frames; ++i) grow(resized_[i], rows * r.spec().out_w * 3);
   return parts;
 }
 
-void Session::resize_on_threads(Kernel& kernel, const Resizer& r, const ImageView& image, uint8_t* out) {
-  const size_t rows = r.spec().out_h;
-  const size_t parts = size_resize_buffers(kernel, r, image, 0);
+void Session::resize_on_threads(Kernel& kernel, const Resizer& r, const ImageView& image, size_t row_begin, size_t row_end,
+                                uint8_t* out) {
+  const size_t rows = row_end - row_begin, row_bytes = r.spec().out_w * 3;
+  const size_t parts = std::min(size_resize_buffers(kernel, r, image, 0, 0), rows);
   timed(profile_.preprocess_ms, [&] {
     kernel.parallelize(parts, [&](size_t i) {
-      r.run(image, rows * i / parts, rows * (i + 1) / parts, resize_scratch_[i].data(), out);
+      const size_t begin = rows * i / parts;
+      r.run(image, row_begin + begin, row_begin + rows * (i + 1) / parts, resize_scratch_[i].data(), out + begin * row_bytes);
     });
   });
 }
@@ -547,22 +564,28 @@ Status Session::run_images(const ImageView* images, size_t t, float* output, Fra
     const ResizeSpec& spec = r->spec();
     PF_ASSIGN_OR_RETURN(const FrameGrid g, frames_grid(t, spec.out_h, spec.out_w));
     PF_ASSIGN_OR_RETURN(FramesKernel * k, frames_kernel(t == 1));
-    // A time step's blocks read only its own temporal_patch_size frames, so frames are resized a
-    // group at a time into the same buffers; the gather finds them through `frames`.
+    // A chunk's blocks are rows of merge groups of one time step, which read only the band of
+    // image rows they cover in that step's temporal_patch_size frames: each chunk resizes just
+    // that band of each frame into band-sized buffers and gathers from them. A whole resized 720p
+    // frame was 2.8 MB of fresh pages to a cold session; a band is about a third of it.
     const Preprocessing& p = *module_.preprocessing;
     const size_t tps = resized_frames(t);
-    size_resize_buffers(*k->kernel, *r, images[0], tps);
+    size_resize_buffers(*k->kernel, *r, images[0], tps, band_rows(*k, g));
     std::vector<const uint8_t*> frames(t, nullptr);
     const int64_t blocks_per_t = gather_block_count(g, p) / g.t;
+    const auto block_rows = static_cast<size_t>(p.merge_size * p.patch_size);
     PF_RETURN_IF_ERROR(gather_and_run(*k, g, output, [&](int64_t begin, int64_t end, auto* rows) {
       const int64_t gt = begin / blocks_per_t;  // a chunk's blocks are of one time step
+      const size_t y0 = static_cast<size_t>(begin - gt * blocks_per_t) * block_rows;
+      const size_t y1 = static_cast<size_t>(end - gt * blocks_per_t) * block_rows;
+      std::fill(frames.begin(), frames.end(), nullptr);
       for (size_t i = 0; i < tps; ++i) {
         const size_t f = std::min(static_cast<size_t>(gt) * tps + i, t - 1);  // an odd count repeats the last
         if (frames[f] != nullptr) continue;
-        resize_on_threads(*k->kernel, *r, images[f], resized_[i].data());
+        resize_on_threads(*k->kernel, *r, images[f], y0, y1, resized_[i].data());
         frames[f] = resized_[i].data();
       }
-      gather_on_threads(*k, frames.data(), t, spec.out_w * 3, g, begin, end, rows);
+      gather_on_threads(*k, frames.data(), t, spec.out_w * 3, y0, g, begin, end, rows);
     }, Pass::kRun));
     if (grid != nullptr) *grid = g;
   } catch (const std::bad_alloc&) {
@@ -584,7 +607,7 @@ Status Session::preprocess(const ImageView& image, size_t t, uint8_t* out, size_
     *width = spec.out_w;
     PF_CHECK(out != nullptr && capacity >= spec.out_h * spec.out_w * 3, Code::kInvalidArgument, "preprocess: the ", spec.out_h, "x",
              spec.out_w, " frame takes ", spec.out_h * spec.out_w * 3, " bytes; capacity is ", capacity);
-    resize_on_threads(main_kernel(), *r, image, out);
+    resize_on_threads(main_kernel(), *r, image, 0, spec.out_h, out);
   } catch (const std::bad_alloc&) {
     return make_error(Code::kOutOfMemory, cat("preprocess: out of memory for a ", image.width, "x", image.height, " image"));
   }
@@ -713,7 +736,7 @@ Status Session::prepare_images(PixelFormat format, size_t t, size_t height, size
     PF_ASSIGN_OR_RETURN(const Resizer* r, resizer(t, height, width));
     PF_ASSIGN_OR_RETURN(FramesKernel * k, frames_kernel(t == 1));
     start_threads(*k->kernel);
-    size_resize_buffers(*k->kernel, *r, packed_image(format, nullptr, width, height), resized_frames(t));
+    size_resize_buffers(*k->kernel, *r, packed_image(format, nullptr, width, height), resized_frames(t), band_rows(*k, g));
     Status s = gather_and_run(*k, g, nullptr, [](int64_t, int64_t, auto*) {}, Pass::kPrepare);
     profile_ = kept;
     return s;

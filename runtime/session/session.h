@@ -74,8 +74,8 @@ class Session {
   // Any image in: t images of one size and pixel format (a still image, or a video's frames),
   // each resized and cropped exactly as the processor does (frame_resize_spec: the image rule and
   // semantics for t = 1, the video's otherwise) on the kernel's threads, then the frames path.
-  // Scratch: temporal_patch_size resized frames (one for a still image) and a few filter rows
-  // per thread, kept for the next run.
+  // Scratch: a band of temporal_patch_size resized frames (one for a still image: the rows a chunk
+  // gathers) and a few filter rows per thread, kept for the next run.
   Result<FrameGrid> images_grid(size_t t, size_t height, size_t width) const;
   Status run_images(const ImageView* images, size_t t, float* output, FrameGrid* grid);
   // The processor's uint8 RGB pixels of `image` (a still image for t = 1, else one frame of a
@@ -161,14 +161,21 @@ class Session {
   // contiguous range per thread.
   template <class T>
   void gather_on_threads(FramesKernel& k, const uint8_t* const* frames, size_t t, size_t row_stride,
-                         const FrameGrid& grid, int64_t begin, int64_t end, T* rows);
+                         size_t first_row, const FrameGrid& grid, int64_t begin, int64_t end, T* rows);
   // The resize for t images of height x width, made once per spec and reused.
   Result<const Resizer*> resizer(size_t t, size_t height, size_t width);
-  // Resizes `image` into `out` (the resizer's out_h x out_w x 3) on `kernel`'s threads.
-  void resize_on_threads(Kernel& kernel, const Resizer& r, const ImageView& image, uint8_t* out);
-  // Sizes the resize's per-thread scratch for `image` and `frames` resized frames; returns the
-  // number of threads the resize runs on.
-  size_t size_resize_buffers(const Kernel& kernel, const Resizer& r, const ImageView& image, size_t frames);
+  // Resizes rows [row_begin, row_end) of `image`'s resized frame into `out` (row row_begin first,
+  // out_w * 3 bytes a row) on `kernel`'s threads.
+  void resize_on_threads(Kernel& kernel, const Resizer& r, const ImageView& image, size_t row_begin, size_t row_end,
+                         uint8_t* out);
+  // Sizes the resize's per-thread scratch for `image` and `frames` buffers of `rows` resized rows;
+  // returns the number of threads the resize runs on.
+  size_t size_resize_buffers(const Kernel& kernel, const Resizer& r, const ImageView& image, size_t frames, size_t rows);
+  // A chunk's size in gather blocks (about kChunkBytes of rows in the kernel's input type), and
+  // the image rows those blocks cover (the band a chunk resizes).
+  size_t row_value_bytes(const FramesKernel& k) const;
+  int64_t chunk_blocks(const FramesKernel& k, const FrameGrid& grid) const;
+  size_t band_rows(const FramesKernel& k, const FrameGrid& grid) const;
   size_t resized_frames(size_t t) const;  // frames of t images resized at a time: temporal_patch_size, 1 for a still image
   Result<std::unique_ptr<Kernel>> create_kernel(const ModuleView& module, const Int8Weights* int8 = nullptr,
                                                 const CacheBlob* packed = nullptr) const;
@@ -185,7 +192,7 @@ class Session {
   std::vector<uint16_t> rows_bf16_;  // the same for kernels that take bf16 rows
   std::vector<uint8_t> rows_u8_;     // and for int8 kernels
   std::optional<Resizer> resizer_;   // the last images' resize
-  std::vector<std::vector<uint8_t>> resized_;  // resized frames (temporal_patch_size at most)
+  std::vector<std::vector<uint8_t>> resized_;  // a band of each resized frame (temporal_patch_size at most)
   std::vector<std::vector<uint8_t>> resize_scratch_;  // per thread
   // The module as backends and the frames code see it: a Conv2d's geometry as_conv3d(), the same
   // bytes otherwise. Views point into the model, which outlives the session.

@@ -148,7 +148,7 @@ void gather_only(benchmark::State& state) {
   std::vector<T> rows(static_cast<size_t>(grid.rows()) * kK / 2);
   const uint8_t* f = frame().data();
   for (auto _ : state) {
-    patchfuse::gather_rows(&f, 1, kSide * 3, grid, p, 3, true, 0, patchfuse::gather_block_count(grid, p), rows.data());
+    patchfuse::gather_rows(&f, 1, kSide * 3, 0, grid, p, 3, true, 0, patchfuse::gather_block_count(grid, p), rows.data());
     benchmark::DoNotOptimize(rows.data());
   }
 }

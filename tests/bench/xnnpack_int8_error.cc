@@ -47,7 +47,7 @@ int main(int argc, char** argv) {
   const auto n = static_cast<size_t>(g.rows());
   std::vector<uint8_t> rows(n * k);
   const uint8_t* frame = frames->bytes.data();
-  gather_rows(&frame, 1, frames->width * 3, g, p, 3, true, 0, gather_block_count(g, p), rows.data());
+  gather_rows(&frame, 1, frames->width * 3, 0, g, p, 3, true, 0, gather_block_count(g, p), rows.data());
   std::vector<int8_t> x(n * k + XNN_EXTRA_BYTES);  // qs8 pixels: u8 - 128, zero point 0, scale 1
   for (size_t i = 0; i < n * k; ++i) x[i] = static_cast<int8_t>(static_cast<int>(rows[i]) - 128);
   const std::vector<double> want = want_npy->to_double();

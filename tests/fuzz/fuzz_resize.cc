@@ -78,7 +78,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::vector<uint8_t> scratch(r->scratch_bytes(v));
   const size_t split = spec->out_h * (b[14] % 8) / 8;  // two bands, as two threads would
   r->run(v, 0, split, scratch.data(), out.data());
-  r->run(v, split, spec->out_h, scratch.data(), out.data());
+  r->run(v, split, spec->out_h, scratch.data(), out.data() + split * spec->out_w * 3);  // row `split` first
   volatile uint8_t sink = out.back();
   (void)sink;
   return 0;
