@@ -254,6 +254,7 @@ bool Session::frames_kernel_from(FramesKernel& k, const std::vector<CacheBlob>& 
     k.int8.k = k.folded.k;
     k.int8.scale = std::move(*scale);
     k.int8.bias = std::move(*bias);
+    v.bias.reset();  // int8 kernels take their bias from Int8Weights; the folded one is not kept
     if (packed == nullptr) k.int8.weight.assign(weight->data, weight->data + weight->size);
   } else {
     const CacheBlob* bias = blob_named(blobs, "bias");

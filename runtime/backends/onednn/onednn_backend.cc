@@ -347,7 +347,7 @@ class OneDnnKernel final : public Kernel {
     p.args[DNNL_ARG_SCRATCHPAD] = p.scratchpad;
     // First touched here, where the plan is made (pf_session_prepare, or a size's first run),
     // rather than page by page inside the plan's first execution.
-    std::memset(p.scratchpad.get_data_handle(), 0, pd.scratchpad_desc().get_size());
+    if (const size_t bytes = pd.scratchpad_desc().get_size(); bytes > 0) std::memset(p.scratchpad.get_data_handle(), 0, bytes);
     return plans_.emplace(n, std::move(p)).first->second;
   }
 
