@@ -164,6 +164,9 @@ TEST_F(PreprocessorConfig, ContradictionsAndBadValuesAreErrors) {
   EXPECT_NE(convert_with(R"({"image_mean": [0.5, 0.5], "image_std": [0.5, 0.5]})").find("in_channels 3"), std::string::npos);
   EXPECT_NE(convert_with(R"({"image_mean": [0.5, 0.5, 0.5], "image_std": [1, 1]})").find("image_mean has 3 values but image_std has 2"),
             std::string::npos);
+  // Seen by fuzz_preprocessor_config: patch_size * merge_size overflowed in smart_resize.
+  EXPECT_NE(convert_with(R"({"merge_size": 1844674407370955161})").find("merge_size 1844674407370955161 exceeds 64"),
+            std::string::npos);
   EXPECT_NE(convert_with(R"({"merge_size": "two"})").find("merge_size must be a positive integer, got \"two\""), std::string::npos);
   EXPECT_NE(convert_with(R"({"image_std": [0.5, 0, 0.5]})").find("image_std[1] = 0"), std::string::npos);
   EXPECT_NE(convert_with("[1, 2]").find("preprocessor_config.json: not a JSON object"), std::string::npos);

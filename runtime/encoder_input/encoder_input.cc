@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "runtime/core/checked_math.h"
+#include "runtime/frames/preprocessing.h"
 
 namespace patchfuse {
 
@@ -52,8 +53,8 @@ std::string EncoderInputSpec::describe() const {
 }
 
 Status EncoderInputSpec::check(const std::string& where) const {
-  PF_CHECK(merge_size >= 1 && merge_size <= 64, Code::kInvalidModel, where, ": encoder_input merge_size ", merge_size,
-           " must be between 1 and 64");
+  PF_CHECK(merge_size >= 1 && merge_size <= kMaxMergeSize, Code::kInvalidModel, where, ": encoder_input merge_size ",
+           merge_size, " must be between 1 and ", kMaxMergeSize);
   PF_CHECK(window_size >= 0 && (window_size == 0 || (patch_size > 0 && window_size / merge_size / patch_size >= 1)),
            Code::kInvalidModel, where, ": encoder_input window_size ", window_size, " with patch_size ", patch_size,
            " and merge_size ", merge_size, " must span at least one merge group");

@@ -34,6 +34,10 @@ const char* resize_variant_name(ResizeVariant v);  // "qwen2_vl", "glm4v", "fixe
 constexpr int kPixelCentre = 128;
 constexpr double kPixelScale = 1.0 / 256;
 
+// The largest spatial merge a model may declare (models ship 1 or 2); it bounds the merge groups
+// the gather and the encoder input walk, and keeps patch_size * merge_size far from overflow.
+constexpr int64_t kMaxMergeSize = 64;
+
 // How a video's frames are sized (video_preprocessor_config.json). kQwen2Vl: Qwen2VLVideoProcessor
 // (Qwen2-VL, Qwen2.5-VL, Omni), the image smart_resize with the video's own bounds. kGlm4v:
 // Glm4vVideoProcessor's and Qwen3VLVideoProcessor's smart_resize, which budgets
