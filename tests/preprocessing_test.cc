@@ -165,7 +165,7 @@ TEST_F(PreprocessorConfig, ContradictionsAndBadValuesAreErrors) {
   EXPECT_NE(convert_with(R"({"image_mean": [0.5, 0.5, 0.5], "image_std": [1, 1]})").find("image_mean has 3 values but image_std has 2"),
             std::string::npos);
   // Seen by fuzz_preprocessor_config: patch_size * merge_size overflowed in smart_resize.
-  EXPECT_NE(convert_with(R"({"merge_size": 1844674407370955161})").find("merge_size 1844674407370955161 exceeds 64"),
+  EXPECT_NE(convert_with(R"({"merge_size": 1844674407370955161})").find("merge_size 1844674407370955161 and patch_size 14 must be at most 64 and 32768"),
             std::string::npos);
   EXPECT_NE(convert_with(R"({"merge_size": "two"})").find("merge_size must be a positive integer, got \"two\""), std::string::npos);
   EXPECT_NE(convert_with(R"({"image_std": [0.5, 0, 0.5]})").find("image_std[1] = 0"), std::string::npos);

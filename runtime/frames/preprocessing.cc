@@ -18,8 +18,9 @@ Status check_preprocessing(const Preprocessing& p, const ConvGeometry& g, const 
   PF_CHECK(p.patch_size > 0 && p.temporal_patch_size > 0 && p.merge_size > 0, Code::kInvalidModel, where,
            ": preprocessing patch_size ", p.patch_size, ", temporal_patch_size ", p.temporal_patch_size,
            ", merge_size ", p.merge_size, " must all be positive");
-  PF_CHECK(p.merge_size <= kMaxMergeSize, Code::kInvalidModel, where, ": preprocessing merge_size ", p.merge_size,
-           " exceeds ", kMaxMergeSize);
+  PF_CHECK(p.merge_size <= kMaxMergeSize && p.patch_size <= static_cast<int64_t>(kMaxImageSide), Code::kInvalidModel,
+           where, ": preprocessing merge_size ", p.merge_size, " and patch_size ", p.patch_size, " must be at most ",
+           kMaxMergeSize, " and ", kMaxImageSide);
   const size_t r = g.kernel.size();
   PF_CHECK(r >= 2 && g.kernel[r - 2] == p.patch_size && g.kernel[r - 1] == p.patch_size, Code::kInvalidModel, where,
            ": preprocessing patch_size ", p.patch_size, " disagrees with the weight's kernel ", format_dims(g.kernel),
