@@ -8,7 +8,14 @@
 #include <libyuv/planar_functions.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <random>
+#include <string>
+
+#if defined(__arm__)
+#include <asm/hwcap.h>
+#include <sys/auxv.h>
+#endif
 
 #include "cli/npy.h"
 #include "converter/convert.h"
@@ -64,6 +71,66 @@ class ImagesTest : public ::testing::Test {
   std::optional<Model> model_;
   std::optional<Session> session_;
 };
+
+// The vector form of the frames loops this process should run, worked out here from the CPU and
+// PATCHFUSE_MAX_CPU_ISA (the ctest variants set it) rather than asked of the runtime: x86-64 has
+// AVX2 planes and gather and AVX2/AVX-512/VNNI resizes; ARM has NEON for all three ("" : none).
+struct ExpectedForms {
+  std::string resize, planes_and_gather;
+};
+ExpectedForms expected_forms() {
+  const char* env = std::getenv("PATCHFUSE_MAX_CPU_ISA");
+  const std::string cap = env ? env : "";
+#if defined(__x86_64__)
+  __builtin_cpu_init();
+  int level = __builtin_cpu_supports("avx2") ? 1 : 0;
+  if (level == 1 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+      __builtin_cpu_supports("avx512vl")) {
+    level = __builtin_cpu_supports("avx512vnni") ? 3 : 2;
+  }
+  if (cap == "baseline") level = 0;
+  if (cap == "avx2") level = std::min(level, 1);
+  if (cap == "avx512") level = std::min(level, 2);
+  const char* resize[] = {"", "avx2", "avx512", "avx512_vnni"};
+  return {resize[level], level > 0 ? "avx2" : ""};
+#else
+#if defined(__aarch64__)
+  const bool neon = true;  // part of the architecture
+#else
+  const bool neon = (getauxval(AT_HWCAP) & HWCAP_NEON) != 0;
+#endif
+  return neon && cap != "baseline" ? ExpectedForms{"neon", "neon"} : ExpectedForms{"", ""};
+#endif
+}
+
+// The session names the loops it runs, so a run under qemu or a cap shows which forms ran (and
+// the Pillow fixtures below pass with each). Qwen2-VL's processor: images pil, videos torch.
+TEST_F(ImagesTest, SessionNamesTheFrameKernelsItRuns) {
+  const ExpectedForms want = expected_forms();
+  const auto or_portable = [](const std::string& form) { return form.empty() ? std::string("portable") : form; };
+#if defined(__aarch64__)
+  if (std::getenv("PATCHFUSE_MAX_CPU_ISA") == nullptr) EXPECT_EQ(want.resize, "neon") << "aarch64 always has NEON";
+#endif
+  for (const pf_precision precision : {PF_PRECISION_F32, PF_PRECISION_INT8}) {
+    auto s = testing::make_session(*model_, PF_BACKEND_REFERENCE, PF_PATH_FUSED, precision);
+    ASSERT_TRUE(s) << s.error();
+    const std::string resize = or_portable(want.resize);
+    const std::string gather = precision == PF_PRECISION_INT8 ? "copy" : or_portable(want.planes_and_gather);
+    EXPECT_EQ(std::string(s->info().frame_kernels),
+              "resize " + resize + (resize == "portable" ? "" : " (videos portable)") + ", planes " +
+                  or_portable(want.planes_and_gather) + ", gather " + gather);
+  }
+  auto rows_only = testing::converted_model([&] {
+    ConvertOptions o;
+    o.input = std::string(PATCHFUSE_GOLDEN_DIR) + "/qwen2_vl_f32";
+    o.output = dir_ / "rows.pfb";
+    return o;
+  }());
+  ASSERT_TRUE(rows_only);
+  auto s = testing::make_session(*rows_only, PF_BACKEND_REFERENCE, PF_PATH_FUSED, PF_PRECISION_F32);
+  ASSERT_TRUE(s) << s.error();
+  EXPECT_STREQ(s->info().frame_kernels, "") << "no preprocessing, no frames path";
+}
 
 // 96x128 -> smart_resize 84x140 with BICUBIC: the pixels are Pillow's byte for byte, and the
 // embeddings are the frames path's on Pillow's pixels, to the bit.

@@ -192,6 +192,9 @@ TEST_F(RunCli, ImageThroughEveryBackendMatchesPytorch) {
   EXPECT_NE(r.out.find("1 frame of 60x100 (height x width) -> the processor's 56x112 (resized by the runtime)"),
             std::string::npos)
       << r.out;
+  // Beside the backend's kernel, the frames loops it ran (images_test checks which per CPU and cap).
+  EXPECT_NE(r.out.find("\nframe kernels: resize "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find(", planes "), std::string::npos) << r.out;
   std::remove(out().c_str());
   const std::string golden = std::string(PATCHFUSE_GOLDEN_DIR) + "/qwen2_vl_f32";  // no preprocessor_config.json
   ASSERT_NO_FATAL_FAILURE(convert(golden, "g.pfb"));

@@ -227,6 +227,7 @@ int main(int argc, char** argv) {
               pf_backend_name(si.backend), si.detail, si.isa[0] ? ", isa " : "", si.isa, patchfuse::precision_text(si.precision),
               no_fuse ? "unfused" : "fused", si.threads, si.threads == 1 ? "" : "s");
   if (si.note[0] != '\0') std::printf("note: %s\n", si.note);
+  if (si.frame_kernels[0] != '\0') std::printf("frame kernels: %s\n", si.frame_kernels);
   std::stringstream lines(si.weights_cache);
   for (std::string line; std::getline(lines, line);) std::printf("weights cache: %s\n", line.c_str());
   std::printf("wrote %s: float32 [%zu, %d] (%s) in %.3f ms (first run, after %.3f ms of pf_session_prepare)\n",

@@ -203,6 +203,12 @@ typedef struct pf_session_info {
    *  line per kernel, e.g. "still: loaded", "still: written (no entry for this key)",
    *  "still: rebuilt (corrupt: checksum mismatch)", "video: not written (...: Permission denied)". */
   const char* weights_cache;
+  /** The frames path's own loops (pixel format to planes, resize, gather) as this CPU runs them,
+   *  e.g. "resize avx512_vnni (videos portable), planes avx2, gather avx2" or "resize neon,
+   *  planes neon, gather neon": a vector form, or "portable" (torch semantics and NEAREST resize
+   *  portably; PATCHFUSE_MAX_CPU_ISA=baseline caps all of them); gather "copy" for int8. "" for a
+   *  model without preprocessing. */
+  const char* frame_kernels;
 } pf_session_info;
 
 /** Where the last run on a session spent its time: wall clock on the calling thread (the

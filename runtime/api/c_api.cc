@@ -429,6 +429,7 @@ pf_status pf_session_get_info(const pf_session* session, pf_session_info* out) {
   out->note = s.note().c_str();
   out->isa = s.isa().c_str();
   out->weights_cache = s.weights_cache_report().c_str();
+  out->frame_kernels = s.frame_kernels().c_str();
   return PF_OK;
 }
 
@@ -448,7 +449,7 @@ pf_status pf_model_frame_size(const pf_model* model, size_t module_index, int64_
 pf_status pf_model_video_frame_size(const pf_model* model, size_t module_index, size_t frames, int64_t height,
                                      int64_t width, int64_t* height_out, int64_t* width_out) {
   return frame_size("pf_model_video_frame_size", model, module_index, height_out, width_out, [&](const Preprocessing& p) {
-    return video_resize_target(p, static_cast<int64_t>(std::min<size_t>(frames, INT64_MAX)), height, width);
+    return video_resize_target(p, static_cast<int64_t>(std::min<uint64_t>(frames, INT64_MAX)), height, width);
   });
 }
 

@@ -5,28 +5,67 @@
 #include <cstring>
 #include <utility>
 
+#if defined(__arm__)
+#include <asm/hwcap.h>
+#include <sys/auxv.h>
+#endif
+
 namespace patchfuse {
 
+namespace {
+
+// The CPU's own level.
+SimdLevel cpu_level() {
 #if defined(__x86_64__)
+  __builtin_cpu_init();
+  SimdLevel cpu = SimdLevel::kBaseline;
+  if (__builtin_cpu_supports("avx2")) cpu = SimdLevel::kAvx2;
+  if (cpu == SimdLevel::kAvx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+      __builtin_cpu_supports("avx512vl")) {
+    cpu = __builtin_cpu_supports("avx512vnni") ? SimdLevel::kAvx512Vnni : SimdLevel::kAvx512;
+  }
+  return cpu;
+#elif defined(__aarch64__)
+  return SimdLevel::kNeon;
+#else
+  return (getauxval(AT_HWCAP) & HWCAP_NEON) != 0 ? SimdLevel::kNeon : SimdLevel::kBaseline;
+#endif
+}
+
+// PATCHFUSE_MAX_CPU_ISA's values on this architecture.
+#if defined(__x86_64__)
+constexpr std::pair<const char*, SimdLevel> kCaps[] = {
+    {"baseline", SimdLevel::kBaseline}, {"avx2", SimdLevel::kAvx2}, {"avx512", SimdLevel::kAvx512}};
+#else
+constexpr std::pair<const char*, SimdLevel> kCaps[] = {{"baseline", SimdLevel::kBaseline}};
+#endif
+
+}  // namespace
+
 SimdLevel simd_level() {
   static const SimdLevel level = [] {
-    __builtin_cpu_init();
-    SimdLevel cpu = SimdLevel::kBaseline;
-    if (__builtin_cpu_supports("avx2")) cpu = SimdLevel::kAvx2;
-    if (cpu == SimdLevel::kAvx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-        __builtin_cpu_supports("avx512vl")) {
-      cpu = __builtin_cpu_supports("avx512vnni") ? SimdLevel::kAvx512Vnni : SimdLevel::kAvx512;
-    }
+    const SimdLevel cpu = cpu_level();
     const char* cap = std::getenv("PATCHFUSE_MAX_CPU_ISA");
-    const std::pair<const char*, SimdLevel> caps[] = {
-        {"baseline", SimdLevel::kBaseline}, {"avx2", SimdLevel::kAvx2}, {"avx512", SimdLevel::kAvx512}};
-    for (const auto& [name, level] : caps) {
+    for (const auto& [name, level] : kCaps) {
       if (cap != nullptr && std::strcmp(cap, name) == 0) return std::min(cpu, level);
     }
     return cpu;
   }();
   return level;
 }
+
+const char* simd_level_name(SimdLevel level) {
+  switch (level) {
+    case SimdLevel::kBaseline: return "baseline";
+#if defined(__x86_64__)
+    case SimdLevel::kAvx2: return "avx2";
+    case SimdLevel::kAvx512: return "avx512";
+    case SimdLevel::kAvx512Vnni: return "avx512_vnni";
+#else
+    case SimdLevel::kNeon: return "neon";
 #endif
+  }
+  return "?";
+}
 
 }  // namespace patchfuse

@@ -2,8 +2,9 @@
 // check rather than target_clones: an ifunc resolver runs before ThreadSanitizer is set up and
 // crashed the TSan build.
 //
-// PATCHFUSE_MAX_CPU_ISA=baseline|avx2|avx512 caps what these loops use, read once per process, as
-// ONEDNN_MAX_CPU_ISA caps oneDNN: the tests run every kernel a bigger CPU has (tests/CMakeLists.txt).
+// PATCHFUSE_MAX_CPU_ISA=baseline|avx2|avx512 (x86-64) or baseline (ARM) caps what these loops
+// use, read once per process, as ONEDNN_MAX_CPU_ISA caps oneDNN: the tests run every kernel a
+// bigger CPU has (tests/CMakeLists.txt); baseline is the portable C++.
 // Another value, or none, leaves them uncapped, as oneDNN does with a value it does not know.
 #pragma once
 
@@ -12,9 +13,18 @@ namespace patchfuse {
 #if defined(__x86_64__)
 // kAvx512: AVX-512 F, BW and VL; kAvx512Vnni: and AVX512-VNNI.
 enum class SimdLevel { kBaseline = 0, kAvx2 = 1, kAvx512 = 2, kAvx512Vnni = 3 };
+#elif defined(__aarch64__) || defined(__arm__)
+// kNeon: Advanced SIMD. Always there on aarch64; Debian's armhf baseline (ARMv7 with VFPv3-D16)
+// has none, so there it is what the CPU reports at run time (AT_HWCAP).
+enum class SimdLevel { kBaseline = 0, kNeon = 1 };
+#endif
 
+// The level this process's kernels use: the CPU's, capped by PATCHFUSE_MAX_CPU_ISA (read once).
 SimdLevel simd_level();
+// "baseline", "avx2", "avx512", "avx512_vnni", "neon": how the session info names a kernel.
+const char* simd_level_name(SimdLevel level);
 
+#if defined(__x86_64__)
 inline bool cpu_has_avx2() { return simd_level() >= SimdLevel::kAvx2; }
 inline bool cpu_has_avx512() { return simd_level() >= SimdLevel::kAvx512; }
 inline bool cpu_has_avx512_vnni() { return simd_level() >= SimdLevel::kAvx512Vnni; }
@@ -36,6 +46,15 @@ inline bool cpu_has_avx512_vnni() { return simd_level() >= SimdLevel::kAvx512Vnn
   _Pragma("GCC diagnostic ignored \"-Wuninitialized\"") \
   _Pragma("GCC diagnostic ignored \"-Wmaybe-uninitialized\"")
 #define PF_AVX512_INTRINSICS_END _Pragma("GCC diagnostic pop")
+#endif
+#elif defined(__aarch64__) || defined(__arm__)
+inline bool cpu_has_neon() { return simd_level() >= SimdLevel::kNeon; }
+// armhf compiles its NEON kernels for NEON alone (arm_neon.h allows it per function, as
+// immintrin.h does on x86); aarch64 needs nothing.
+#if defined(__arm__)
+#define PF_TARGET_NEON __attribute__((target("fpu=neon")))
+#else
+#define PF_TARGET_NEON
 #endif
 #endif
 

@@ -10,6 +10,8 @@
 
 #if defined(__x86_64__)
 #include <immintrin.h>
+#elif defined(__aarch64__) || defined(__arm__)
+#include <arm_neon.h>
 #endif
 
 namespace patchfuse {
@@ -148,6 +150,54 @@ PF_TARGET_AVX2 __attribute__((flatten)) void emit_rows_avx2(const uint8_t* plane
                                                             int64_t mh, int64_t k, T* block_out) {
   emit_rows_with<Avx2Row>(planes, width, P, M, grid_w, channels, tps, mh, k, block_out);
 }
+#elif defined(__aarch64__) || defined(__arm__)
+// Pixel<float>::of on 4 bytes already widened to 16 bits: (u - 128) as int16 (the wrap-around of
+// u - 128 in uint16 is that int16), widened, converted and scaled, each step exact.
+PF_TARGET_NEON inline float32x4_t pixels4_neon(int16x4_t centred) {
+  return vmulq_n_f32(vcvtq_f32_s32(vmovl_s16(centred)), static_cast<float>(kPixelScale));
+}
+PF_TARGET_NEON inline uint16x4_t bf16x4_neon(float32x4_t v) { return vshrn_n_u32(vreinterpretq_u32_f32(v), 16); }
+
+// 14 or 16 pixels as f32 or bf16: one 16-byte load (the planes have the slack), two widenings.
+template <class T, int64_t Pt>
+struct NeonRow {
+  PF_TARGET_NEON static void apply(T* dst, const uint8_t* src, int64_t) {
+    const uint8x16_t b = vld1q_u8(src);
+    const uint16x8_t centre = vdupq_n_u16(kPixelCentre);
+    const int16x8_t lo = vreinterpretq_s16_u16(vsubq_u16(vmovl_u8(vget_low_u8(b)), centre));
+    const int16x8_t hi = vreinterpretq_s16_u16(vsubq_u16(vmovl_u8(vget_high_u8(b)), centre));
+    const float32x4_t f0 = pixels4_neon(vget_low_s16(lo)), f1 = pixels4_neon(vget_high_s16(lo));
+    const float32x4_t f2 = pixels4_neon(vget_low_s16(hi)), f3 = pixels4_neon(vget_high_s16(hi));
+    if constexpr (std::is_same_v<T, float>) {
+      vst1q_f32(dst, f0);
+      vst1q_f32(dst + 4, f1);
+      vst1q_f32(dst + 8, f2);
+      if constexpr (Pt == 16) {
+        vst1q_f32(dst + 12, f3);
+      } else {
+        vst1_f32(dst + 12, vget_low_f32(f3));
+      }
+    } else {  // bf16: the top halves
+      vst1q_u16(dst, vcombine_u16(bf16x4_neon(f0), bf16x4_neon(f1)));
+      vst1_u16(dst + 8, bf16x4_neon(f2));
+      const uint16x4_t last = bf16x4_neon(f3);
+      if constexpr (Pt == 16) {
+        vst1_u16(dst + 12, last);
+      } else {
+        vst1_lane_u16(dst + 12, last, 0);
+        vst1_lane_u16(dst + 13, last, 1);
+      }
+    }
+  }
+};
+
+// flatten: as emit_rows_avx2, all of it compiled for NEON (armhf: only this function).
+template <class T>
+PF_TARGET_NEON __attribute__((flatten)) void emit_rows_neon(const uint8_t* planes, size_t width, int64_t P, int64_t M,
+                                                            int64_t grid_w, int64_t channels, int64_t tps, int64_t mh,
+                                                            int64_t k, T* block_out) {
+  emit_rows_with<NeonRow>(planes, width, P, M, grid_w, channels, tps, mh, k, block_out);
+}
 #endif
 
 // The emit_rows this CPU runs best.
@@ -156,6 +206,8 @@ void emit_rows_here(const uint8_t* planes, size_t width, int64_t P, int64_t M, i
                     int64_t tps, int64_t mh, int64_t k, T* block_out) {
 #if defined(__x86_64__)
   if (cpu_has_avx2()) return emit_rows_avx2(planes, width, P, M, grid_w, channels, tps, mh, k, block_out);
+#elif defined(__aarch64__) || defined(__arm__)
+  if (cpu_has_neon()) return emit_rows_neon(planes, width, P, M, grid_w, channels, tps, mh, k, block_out);
 #endif
   emit_rows_with<PortableRow>(planes, width, P, M, grid_w, channels, tps, mh, k, block_out);
 }
@@ -188,6 +240,14 @@ void gather(const uint8_t* const* frames, size_t count, size_t row_stride, size_
 }
 
 }  // namespace
+
+const char* gather_kernel() {
+#if defined(__x86_64__)
+  return cpu_has_avx2() ? "avx2" : "portable";
+#elif defined(__aarch64__) || defined(__arm__)
+  return cpu_has_neon() ? "neon" : "portable";
+#endif
+}
 
 int64_t gather_block_count(const FrameGrid& grid, const Preprocessing& p) { return grid.t * (grid.h / p.merge_size); }
 

@@ -20,6 +20,10 @@ namespace patchfuse {
 // block is one row of merge groups of one time step (M * grid.w rows).
 int64_t gather_block_count(const FrameGrid& grid, const Preprocessing& p);
 
+// The form the f32 and bf16 rows are written with on this CPU: "avx2", "neon" or "portable"
+// (int8 kernels' rows are copies).
+const char* gather_kernel();
+
 // `frames`: grid's source frames, `count` of them (count <= grid.t * temporal_patch_size), each
 // pointing at its row `first_row` (0 for whole frames; a band's first row when frames are resized a
 // band at a time): the blocks gathered read rows from first_row on only.

@@ -4,6 +4,8 @@
 
 #if defined(__x86_64__)
 #include <immintrin.h>
+#elif defined(__aarch64__) || defined(__arm__)
+#include <arm_neon.h>
 #endif
 
 namespace patchfuse {
@@ -70,13 +72,46 @@ PF_TARGET_AVX2 void split_rgba_avx2(const uint8_t* src, size_t width, uint8_t* p
   }
   split_portable<4>(src + 4 * x, width - x, p0 + x, p1 + x, p2 + x);
 }
+#elif defined(__aarch64__) || defined(__arm__)
+// 16 pixels at a time: ld3/ld4 de-interleave by themselves.
+PF_TARGET_NEON void split_rgb_neon(const uint8_t* src, size_t width, uint8_t* p0, uint8_t* p1, uint8_t* p2) {
+  size_t x = 0;
+  for (; x + 16 <= width; x += 16) {
+    const uint8x16x3_t v = vld3q_u8(src + 3 * x);
+    vst1q_u8(p0 + x, v.val[0]);
+    vst1q_u8(p1 + x, v.val[1]);
+    vst1q_u8(p2 + x, v.val[2]);
+  }
+  split_portable<3>(src + 3 * x, width - x, p0 + x, p1 + x, p2 + x);
+}
+
+PF_TARGET_NEON void split_rgba_neon(const uint8_t* src, size_t width, uint8_t* p0, uint8_t* p1, uint8_t* p2) {
+  size_t x = 0;
+  for (; x + 16 <= width; x += 16) {
+    const uint8x16x4_t v = vld4q_u8(src + 4 * x);
+    vst1q_u8(p0 + x, v.val[0]);
+    vst1q_u8(p1 + x, v.val[1]);
+    vst1q_u8(p2 + x, v.val[2]);
+  }
+  split_portable<4>(src + 4 * x, width - x, p0 + x, p1 + x, p2 + x);
+}
 #endif
 
 }  // namespace
 
+const char* split_planes_kernel() {
+#if defined(__x86_64__)
+  return cpu_has_avx2() ? "avx2" : "portable";
+#elif defined(__aarch64__) || defined(__arm__)
+  return cpu_has_neon() ? "neon" : "portable";
+#endif
+}
+
 void split_rgb_planes(const uint8_t* src, size_t width, uint8_t* p0, uint8_t* p1, uint8_t* p2) {
 #if defined(__x86_64__)
   if (cpu_has_avx2()) return split_rgb_avx2(src, width, p0, p1, p2);
+#elif defined(__aarch64__) || defined(__arm__)
+  if (cpu_has_neon()) return split_rgb_neon(src, width, p0, p1, p2);
 #endif
   split_portable<3>(src, width, p0, p1, p2);
 }
@@ -84,6 +119,8 @@ void split_rgb_planes(const uint8_t* src, size_t width, uint8_t* p0, uint8_t* p1
 void split_rgba_planes(const uint8_t* src, size_t width, uint8_t* p0, uint8_t* p1, uint8_t* p2) {
 #if defined(__x86_64__)
   if (cpu_has_avx2()) return split_rgba_avx2(src, width, p0, p1, p2);
+#elif defined(__aarch64__) || defined(__arm__)
+  if (cpu_has_neon()) return split_rgba_neon(src, width, p0, p1, p2);
 #endif
   split_portable<4>(src, width, p0, p1, p2);
 }

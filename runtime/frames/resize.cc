@@ -8,6 +8,8 @@
 
 #if defined(__x86_64__)
 #include <immintrin.h>
+#elif defined(__aarch64__) || defined(__arm__)
+#include <arm_neon.h>
 #endif
 
 namespace patchfuse {
@@ -183,11 +185,37 @@ void nearest_axis(size_t in_size, size_t out_size, ResizeSemantics s, AxisFilter
 
 uint8_t clip8(int32_t v) { return static_cast<uint8_t>(std::clamp(v >> kPrecisionBits, 0, 255)); }
 
-// The pil passes' AVX2 kernels, chosen at run time like the gather's (core/cpu_features.h). Integer sums in another order are the same sums, so the bytes are Pillow's.
+// The pil passes' vector kernels (AVX2, AVX-512, NEON), chosen at run time like the gather's
+// (core/cpu_features.h). Integer sums in another order are the same sums, so the bytes are Pillow's.
 // Horizontal: each output channel is a dot product of 8 consecutive bytes of that channel's plane
-// with 8 coefficients (zero past the output's tap count), four dot products sharing one reduction.
-constexpr size_t kLanes = 8;  // the horizontal kernel's taps: filters with more use the scalar pass
+// with 8 coefficients (zero past the output's tap count).
+constexpr size_t kLanes = 8;  // the horizontal kernels' taps: filters with more use the scalar pass
+
+// Outputs [c0, c1) from the planes (see pil_horizontal_avx2) one at a time: the vector kernels'
+// tail, and their blocks whose windows do not fit a vector.
+void pil_horizontal_k8(const uint8_t* planes, size_t stride, const int32_t* first, const int32_t* k8, size_t c0,
+                       size_t c1, uint8_t* dst) {
+  for (size_t c = c0; c < c1; ++c) {
+    for (size_t ch = 0; ch < 3; ++ch) {
+      const uint8_t* p = planes + ch * stride + first[c];
+      int32_t sum = 1 << (kPrecisionBits - 1);
+      for (size_t i = 0; i < kLanes; ++i) sum += p[i] * k8[c * kLanes + i];
+      dst[(c - c0) * 3 + ch] = clip8(sum);
+    }
+  }
+}
+
+// Values [x, n) of the vertical pass one at a time: the vector kernels' tail.
+void pil_vertical_from(const uint8_t* const* rows, const int32_t* k, int32_t count, size_t x, size_t n, uint8_t* out) {
+  for (; x < n; ++x) {
+    int32_t sum = 1 << (kPrecisionBits - 1);
+    for (int32_t i = 0; i < count; ++i) sum += rows[i][x] * k[i];
+    out[x] = clip8(sum);
+  }
+}
+
 #if defined(__x86_64__)
+// Four dot products sharing one reduction.
 
 PF_TARGET_AVX2 __m128i clip8x4(__m128i sum) {
   const __m128i v = _mm_srai_epi32(_mm_add_epi32(sum, _mm_set1_epi32(1 << (kPrecisionBits - 1))), kPrecisionBits);
@@ -222,14 +250,7 @@ PF_TARGET_AVX2 void pil_horizontal_avx2(const uint8_t* planes, size_t stride, co
     const int32_t last = _mm_extract_epi32(bytes, 2);
     std::memcpy(d + 8, &last, 4);
   }
-  for (; c < c1; ++c) {
-    for (size_t ch = 0; ch < 3; ++ch) {
-      const uint8_t* p = planes + ch * stride + first[c];
-      int32_t sum = 1 << (kPrecisionBits - 1);
-      for (size_t i = 0; i < kLanes; ++i) sum += p[i] * k8[c * kLanes + i];
-      dst[(c - c0) * 3 + ch] = clip8(sum);
-    }
-  }
+  pil_horizontal_k8(planes, stride, first, k8, c, c1, dst + (c - c0) * 3);
 }
 
 // Rounds and shifts 8 sums given as 256 * hi + lo (see TapPairs). The clamp to 0..255 is the
@@ -340,11 +361,7 @@ PF_TARGET_AVX2 void pil_vertical_avx2(const uint8_t* const* rows, const int32_t*
     const __m128i bytes = _mm_packus_epi16(_mm256_castsi256_si128(words), _mm256_extracti128_si256(words, 1));
     _mm_storeu_si128(reinterpret_cast<__m128i*>(out + x), bytes);
   }
-  for (; x < n; ++x) {
-    int32_t sum = 1 << (kPrecisionBits - 1);
-    for (int32_t i = 0; i < count; ++i) sum += rows[i][x] * k[i];
-    out[x] = clip8(sum);
-  }
+  pil_vertical_from(rows, k, count, x, n, out);
 }
 
 // The same two passes on 512-bit vectors (AVX-512 F, BW and VL), where the CPU has them: twice the
@@ -472,12 +489,125 @@ PF_TARGET_AVX512_VNNI __attribute__((flatten)) void pil_vertical_avx512_vnni(
   vertical_avx512<true>(rows, k, count, n, out);
 }
 PF_AVX512_INTRINSICS_END
+#elif defined(__aarch64__) || defined(__arm__)
+// The pil passes with NEON: the same int16 halves of the coefficients (TapPairs), multiplied by
+// int16 pixels with widening multiply-adds (smlal) into int32, so the sums are the x86 kernels'.
+
+// tbl over a 16-byte window (indices of 16 and more read 0, as pshufb's 0x80 does); armhf's vtbl
+// looks up 8 indices at a time.
+PF_TARGET_NEON inline int16x8_t lookup16(uint8x16_t window, uint8x16_t index) {
+#if defined(__aarch64__)
+  return vreinterpretq_s16_u8(vqtbl1q_u8(window, index));
+#else
+  const uint8x8x2_t w = {{vget_low_u8(window), vget_high_u8(window)}};
+  return vreinterpretq_s16_u8(vcombine_u8(vtbl2_u8(w, vget_low_u8(index)), vtbl2_u8(w, vget_high_u8(index))));
+#endif
+}
+
+// Adjacent lanes summed: (a0 + a1, a2 + a3, b0 + b1, b2 + b3).
+PF_TARGET_NEON inline int32x4_t add_pairs(int32x4_t a, int32x4_t b) {
+#if defined(__aarch64__)
+  return vpaddq_s32(a, b);
+#else
+  return vcombine_s32(vpadd_s32(vget_low_s32(a), vget_high_s32(a)), vpadd_s32(vget_low_s32(b), vget_high_s32(b)));
+#endif
+}
+
+// (256 * hi + lo + rounding) >> 22 for 8 sums, saturated to 0..255 (clip8).
+PF_TARGET_NEON inline uint8x8_t shift_narrow8(int32x4_t hi0, int32x4_t lo0, int32x4_t hi1, int32x4_t lo1) {
+  const int32x4_t round = vdupq_n_s32(1 << (kPrecisionBits - 1));
+  const int32x4_t s0 = vshrq_n_s32(vaddq_s32(vaddq_s32(vshlq_n_s32(hi0, 8), lo0), round), kPrecisionBits);
+  const int32x4_t s1 = vshrq_n_s32(vaddq_s32(vaddq_s32(vshlq_n_s32(hi1, 8), lo1), round), kPrecisionBits);
+  return vqmovn_u16(vcombine_u16(vqmovun_s32(s0), vqmovun_s32(s1)));
+}
+
+// pil_horizontal_pairs_avx2's blocks of 8 outputs (two lanes of 4) on the same tables: per pair
+// of taps tbl places each output's two pixels as int16, and smlal multiplies them by the halves,
+// leaving each output's two products in adjacent lanes, summed once at the end. Channel by channel
+// (armhf has 16 vector registers); st3 interleaves the 8 outputs' R, G, B.
+PF_TARGET_NEON void pil_horizontal_pairs_neon(const uint8_t* planes, size_t stride, const TapPairs& t,
+                                              const int32_t* first, const int32_t* k8, size_t c0, size_t c1,
+                                              uint8_t* dst) {
+  const size_t blocks = (c1 - c0) / 8;
+  for (size_t b = 0; b < blocks; ++b) {
+    const size_t x = c0 + 8 * b;
+    uint8_t* d = dst + (x - c0) * 3;
+    if (!t.ok[b]) {
+      pil_horizontal_k8(planes, stride, first, k8, x, x + 8, d);
+      continue;
+    }
+    const uint8_t* idx = &t.index[b * t.pairs * 32];
+    const int16_t* kh = &t.hi[b * t.pairs * 16];
+    const int16_t* kl = &t.lo[b * t.pairs * 16];
+    uint8x8x3_t rgb;
+    for (size_t ch = 0; ch < 3; ++ch) {
+      const uint8_t* p = planes + ch * stride;
+      const uint8x16_t w0 = vld1q_u8(p + first[x]), w1 = vld1q_u8(p + first[x + 4]);
+      int32x4_t h[4], l[4];  // outputs 0-1, 2-3 of lane 0, then of lane 1
+      for (int i = 0; i < 4; ++i) h[i] = l[i] = vdupq_n_s32(0);
+      for (size_t i = 0; i < t.pairs; ++i) {
+        const int16x8_t px0 = lookup16(w0, vld1q_u8(idx + 32 * i)), px1 = lookup16(w1, vld1q_u8(idx + 32 * i + 16));
+        const int16x8_t h0 = vld1q_s16(kh + 16 * i), h1 = vld1q_s16(kh + 16 * i + 8);
+        const int16x8_t l0 = vld1q_s16(kl + 16 * i), l1 = vld1q_s16(kl + 16 * i + 8);
+        h[0] = vmlal_s16(h[0], vget_low_s16(px0), vget_low_s16(h0));
+        h[1] = vmlal_s16(h[1], vget_high_s16(px0), vget_high_s16(h0));
+        h[2] = vmlal_s16(h[2], vget_low_s16(px1), vget_low_s16(h1));
+        h[3] = vmlal_s16(h[3], vget_high_s16(px1), vget_high_s16(h1));
+        l[0] = vmlal_s16(l[0], vget_low_s16(px0), vget_low_s16(l0));
+        l[1] = vmlal_s16(l[1], vget_high_s16(px0), vget_high_s16(l0));
+        l[2] = vmlal_s16(l[2], vget_low_s16(px1), vget_low_s16(l1));
+        l[3] = vmlal_s16(l[3], vget_high_s16(px1), vget_high_s16(l1));
+      }
+      rgb.val[ch] = shift_narrow8(add_pairs(h[0], h[1]), add_pairs(l[0], l[1]), add_pairs(h[2], h[3]),
+                                  add_pairs(l[2], l[3]));
+    }
+    vst3_u8(d, rgb);
+  }
+  pil_horizontal_k8(planes, stride, first, k8, c0 + 8 * blocks, c1, dst + 8 * blocks * 3);
+}
+
+// 16 output values at a time: each row's bytes widened to int16 and multiplied by its
+// coefficient's halves (smlal by a scalar), four int32 vectors per half.
+PF_TARGET_NEON void pil_vertical_neon(const uint8_t* const* rows, const int32_t* k, int32_t count, size_t n,
+                                      uint8_t* out) {
+  int16_t kh[64], kl[64];  // count <= 64
+  for (int32_t i = 0; i < count; ++i) {
+    kh[i] = static_cast<int16_t>(k[i] >> 8);
+    kl[i] = static_cast<int16_t>(k[i] & 255);
+  }
+  size_t x = 0;
+  for (; x + 16 <= n; x += 16) {
+    int32x4_t h[4], l[4];
+    for (int j = 0; j < 4; ++j) h[j] = l[j] = vdupq_n_s32(0);
+    for (int32_t i = 0; i < count; ++i) {
+      const uint8x16_t b = vld1q_u8(rows[i] + x);
+      const int16x8_t a0 = vreinterpretq_s16_u16(vmovl_u8(vget_low_u8(b)));
+      const int16x8_t a1 = vreinterpretq_s16_u16(vmovl_u8(vget_high_u8(b)));
+      h[0] = vmlal_n_s16(h[0], vget_low_s16(a0), kh[i]);
+      h[1] = vmlal_n_s16(h[1], vget_high_s16(a0), kh[i]);
+      h[2] = vmlal_n_s16(h[2], vget_low_s16(a1), kh[i]);
+      h[3] = vmlal_n_s16(h[3], vget_high_s16(a1), kh[i]);
+      l[0] = vmlal_n_s16(l[0], vget_low_s16(a0), kl[i]);
+      l[1] = vmlal_n_s16(l[1], vget_high_s16(a0), kl[i]);
+      l[2] = vmlal_n_s16(l[2], vget_low_s16(a1), kl[i]);
+      l[3] = vmlal_n_s16(l[3], vget_high_s16(a1), kl[i]);
+    }
+    vst1q_u8(out + x, vcombine_u8(shift_narrow8(h[0], l[0], h[1], l[1]), shift_narrow8(h[2], l[2], h[3], l[3])));
+  }
+  pil_vertical_from(rows, k, count, x, n, out);
+}
 #endif
 uint8_t round8(float v) { return static_cast<uint8_t>(std::nearbyint(std::clamp(v, 0.0f, 255.0f))); }
 
 size_t align16(size_t n) { return (n + 15) / 16 * 16; }
 
 }  // namespace
+
+const char* resize_kernel(ResizeSemantics semantics, Resample filter) {
+  const bool vector = semantics == ResizeSemantics::kPil && filter != Resample::kNearest &&
+                      simd_level() > SimdLevel::kBaseline;
+  return vector ? simd_level_name(simd_level()) : "portable";
+}
 
 Result<Resizer> Resizer::create(const ResizeSpec& s) {
   for (size_t side : {s.src_h, s.src_w, s.resized_h, s.resized_w, s.out_h, s.out_w}) {
@@ -513,33 +643,40 @@ Result<Resizer> Resizer::create(const ResizeSpec& s) {
   const auto keep = [](int64_t v, size_t size) { return static_cast<size_t>(std::clamp<int64_t>(v, 0, static_cast<int64_t>(size))); };
   r.col_begin_ = keep(s.left, s.resized_w);
   r.col_end_ = keep(s.left + static_cast<int64_t>(s.out_w), s.resized_w);
-#if defined(__x86_64__)
   // The kernels split coefficients into int16 halves (TapPairs): |k| < 2^23, i.e. below 2.0, which
   // Pillow's normalized filters never reach; the check keeps the scalar pass for any that would.
   const auto halves_fit = [](const AxisFilter& a) {
     return std::all_of(a.fixed.begin(), a.fixed.end(), [](int32_t k) { return k >= -(1 << 23) && k < (1 << 23); });
   };
-  const bool simd = s.semantics == ResizeSemantics::kPil && s.filter != Resample::kNearest && cpu_has_avx2() &&
-                    halves_fit(r.h_) && halves_fit(r.v_);
-  const bool avx512 = simd && cpu_has_avx512(), vnni = avx512 && cpu_has_avx512_vnni();
+  const char* form = resize_kernel(s.semantics, s.filter);
+  const bool simd = std::strcmp(form, "portable") != 0 && halves_fit(r.h_) && halves_fit(r.v_);
+  size_t block = 8;  // TapPairs.block
   if (simd) {
+    r.kernel_ = form;
+#if defined(__x86_64__)
+    const bool avx512 = cpu_has_avx512(), vnni = cpu_has_avx512_vnni();
     r.horizontal_ = vnni ? pil_horizontal_pairs_avx512_vnni : avx512 ? pil_horizontal_pairs_avx512 : pil_horizontal_pairs_avx2;
     r.vertical_ = vnni ? pil_vertical_avx512_vnni : avx512 ? pil_vertical_avx512 : pil_vertical_avx2;
+    block = avx512 ? 16 : 8;
+#else
+    r.horizontal_ = pil_horizontal_pairs_neon;
+    r.vertical_ = pil_vertical_neon;
+#endif
   }
   if (simd && r.need_h_ && r.h_.taps <= kLanes) {  // the horizontal kernel's coefficients, kLanes per output
     r.h8_.assign(s.resized_w * kLanes, 0);
     for (size_t c = 0; c < s.resized_w; ++c) {
       std::copy_n(&r.h_.fixed[c * r.h_.taps], r.h_.count[c], &r.h8_[c * kLanes]);
     }
-    // The tap-pair tables for the kept columns, t.block outputs a block (8 for the AVX2 kernel, 16
-    // for the AVX-512 one) in lanes of 4: per pair of taps a byte shuffle per lane (output j's two
+    // The tap-pair tables for the kept columns, t.block outputs a block (8 for the AVX2 and NEON
+    // kernels, 16 for the AVX-512 one) in lanes of 4: per pair of taps a byte shuffle per lane (output j's two
     // pixels at bytes 4j and 4j + 2 of its lane, zeros elsewhere) and the halves of the
     // coefficients. A tap past the last (odd tap counts) reads a zero with coefficient 0. Pairs
     // cover the most taps an output has, not the table width: that is one less (2 * ceil(support)
     // + 1 rounds the window up), a pair fewer for the bicubic scales camera frames see.
     TapPairs& t = r.tap_pairs_;
     const auto taps = static_cast<size_t>(*std::max_element(r.h_.count.begin(), r.h_.count.end()));
-    t.block = avx512 ? 16 : 8;
+    t.block = block;
     t.pairs = (taps + 1) / 2;
     const size_t blocks = (r.col_end_ - r.col_begin_) / t.block, lanes = t.block / 4;
     t.ok.assign(blocks, 1);
@@ -561,7 +698,6 @@ Result<Resizer> Resizer::create(const ResizeSpec& s) {
       }
     }
   }
-#endif
   return r;
 }
 
@@ -585,20 +721,16 @@ void Resizer::run(const ImageView& image, size_t row_begin, size_t row_end, uint
   auto* ring_f = reinterpret_cast<float*>(ring);
   auto* acc_i = reinterpret_cast<int32_t*>(ring + align16(v_.taps * values * (pil ? 1 : sizeof(float))));
   auto* acc_f = reinterpret_cast<float*>(acc_i);
-#if defined(__x86_64__)
   uint8_t* planes = reinterpret_cast<uint8_t*>(acc_i) + align16(values * 4);
-#endif
   std::fill(slot_row, slot_row + v_.taps, int64_t{-1});
 
   // Source row j, horizontally resampled over the kept columns: uint8 (pil) or float (torch).
   const auto h_row_u8 = [&](size_t j, uint8_t* dst) {
-#if defined(__x86_64__)
     if (!h8_.empty()) {  // need_h_: the planes straight from the source row
       planes_row(image, j, rgb_scratch, planes, plane_stride());
       horizontal_(planes, plane_stride(), tap_pairs_, h_.first.data(), h8_.data(), c0, c1, dst);
       return;
     }
-#endif
     const uint8_t* src = rgb_row(image, j, rgb_scratch);
     if (!need_h_) {
       std::memcpy(dst, src + c0 * 3, values);
@@ -684,7 +816,6 @@ void Resizer::run(const ImageView& image, size_t row_begin, size_t row_end, uint
     const int32_t count = v_.count[ry];
     if (pil) {
       const int32_t* k = &v_.fixed[ry * v_.taps];
-#if defined(__x86_64__)
       if (vertical_ != nullptr) {
         const uint8_t* rows[64];
         if (count <= 64) {
@@ -693,7 +824,6 @@ void Resizer::run(const ImageView& image, size_t row_begin, size_t row_end, uint
           continue;
         }
       }
-#endif
       std::fill(acc_i, acc_i + values, 1 << (kPrecisionBits - 1));
       for (int32_t i = 0; i < count; ++i) {
         const uint8_t* row = ring + ring_slot(first + static_cast<size_t>(i)) * values;

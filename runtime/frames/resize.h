@@ -28,6 +28,11 @@ const char* resize_semantics_name(ResizeSemantics s);  // "pil", "torch"
 // torch's interpolation has nearest, bilinear and bicubic only.
 bool torch_has_filter(Resample r);
 
+// The form a resize of these semantics and filter runs with on this CPU: the pil passes' vector
+// kernels ("avx2", "avx512", "avx512_vnni", "neon"), or "portable" (torch semantics, NEAREST, a
+// capped or older CPU).
+const char* resize_kernel(ResizeSemantics semantics, Resample filter);
+
 // A frame's way to the processor's pixels: resize the source (src_h x src_w) to resized_h x
 // resized_w, then take out_h x out_w pixels starting at (top, left) of it: a centre crop, where
 // rows or columns outside the resized image are zeros (what transformers' center_crop pads with).
@@ -49,12 +54,13 @@ struct AxisFilter {
   std::vector<float> weights;      // kTorch: taps * outputs
 };
 
-// The tables of resize.cc's AVX2 and AVX-512 horizontal kernels (empty elsewhere), per block of
-// outputs and per pair of taps: the byte shuffle that places each output's two pixels as int16,
+// The tables of resize.cc's AVX2, AVX-512 and NEON horizontal kernels (empty for the scalar
+// pass), per block of outputs and per pair of taps: the byte shuffle (pshufb, tbl) that places
+// each output's two pixels as int16,
 // and the pair's coefficients split as k = 256 * hi + lo (hi signed, lo 0..255) so int16
 // multiply-adds are exact.
 struct TapPairs {
-  size_t block = 8;              // outputs a block: 8 (AVX2) or 16 (AVX-512), in lanes of 4
+  size_t block = 8;              // outputs a block: 8 (AVX2, NEON) or 16 (AVX-512), in lanes of 4
   size_t pairs = 0;
   std::vector<uint8_t> ok;       // per block: its windows fit the kernel
   std::vector<uint8_t> index;    // per block and pair: 4 shuffle bytes an output
@@ -66,6 +72,8 @@ class Resizer {
   // Checks the spec (sizes, a filter the semantics has) and computes both axes' coefficients.
   static Result<Resizer> create(const ResizeSpec& spec);
   const ResizeSpec& spec() const { return spec_; }
+  // resize_kernel's form, or "portable" where these coefficients do not fit the vector kernels.
+  const char* kernel() const { return kernel_; }
 
   // Scratch one run() call needs for `image` (of the spec's source size).
   size_t scratch_bytes(const ImageView& image) const;
@@ -79,11 +87,12 @@ class Resizer {
   bool need_h_ = false, need_v_ = false;
   AxisFilter h_, v_;
   size_t col_begin_ = 0, col_end_ = 0;  // the resized columns the crop keeps
-  // The pil passes' vector kernels for this CPU (resize.cc: AVX2, AVX-512, AVX-512 with VNNI),
-  // chosen at create; null: the scalar passes.
+  // The pil passes' vector kernels for this CPU (resize.cc: AVX2, AVX-512, AVX-512 with VNNI,
+  // NEON), chosen at create; null: the scalar passes.
   using HorizontalKernel = void (*)(const uint8_t* planes, size_t stride, const TapPairs& t, const int32_t* first,
                                     const int32_t* k8, size_t c0, size_t c1, uint8_t* dst);
   using VerticalKernel = void (*)(const uint8_t* const* rows, const int32_t* k, int32_t count, size_t n, uint8_t* out);
+  const char* kernel_ = "portable";
   HorizontalKernel horizontal_ = nullptr;
   VerticalKernel vertical_ = nullptr;
   std::vector<int32_t> h8_;   // the horizontal kernels' coefficients, 8 per output; empty: the scalar pass

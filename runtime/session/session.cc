@@ -8,6 +8,7 @@
 
 #include "runtime/core/checked_math.h"
 #include "runtime/frames/gather.h"
+#include "runtime/frames/planes.h"
 
 namespace patchfuse {
 
@@ -117,6 +118,15 @@ Result<std::unique_ptr<Session>> Session::create(const ModuleView& module, const
   }
   s->detail_ = s->main_kernel().detail();
   s->isa_ = s->main_kernel().isa();
+  if (const auto& p = module.preprocessing) {
+    // A fixed-size model takes each video frame as an image; the others resize videos as
+    // transformers' video processors do (torch semantics, usually).
+    const char* image = resize_kernel(p->image_semantics, p->resample);
+    const char* video = p->resize == ResizeVariant::kFixed ? image : resize_kernel(p->video_semantics, p->resample);
+    s->frame_kernels_ = cat("resize ", image, std::strcmp(image, video) != 0 ? cat(" (videos ", video, ")") : "",
+                            ", planes ", split_planes_kernel(), ", gather ",
+                            s->precision_ == Precision::kInt8 ? "copy" : gather_kernel());
+  }
   return s;
 }
 

@@ -97,6 +97,9 @@ class Session {
   int threads() const { return main_kernel().threads(); }
   const std::string& detail() const { return detail_; }
   const std::string& isa() const { return isa_; }
+  // The frames path's own loops as this CPU runs them: "resize avx2, planes avx2, gather avx2"
+  // (resize.h, planes.h, gather.h); "" for a model without preprocessing.
+  const std::string& frame_kernels() const { return frame_kernels_; }
   const std::string& note() const { return note_; }
   const std::string& weights_cache_report() const { return cache_report_; }  // a line per kernel; "" without a cache
   const RunProfile& last_profile() const { return profile_; }
@@ -201,7 +204,7 @@ class Session {
   Precision precision_ = Precision::kF32;
   bool fused_ = true;
   std::unique_ptr<Kernel> kernel_;  // pixel_values, once used; never in int8 sessions
-  std::string detail_, isa_, note_;
+  std::string detail_, isa_, note_, frame_kernels_;
   RunProfile profile_;  // the last run's; each run starts it from zero
   const EncoderInputSpec* encoder_ = nullptr;  // encoder-input sessions: the model's spec
   std::vector<std::pair<uint64_t, GridTerms>> terms_;  // (last use, terms), kCachedGrids at most
