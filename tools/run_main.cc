@@ -181,15 +181,21 @@ int main(int argc, char** argv) {
   auto session = patchfuse::Session::create(*model, index, o);
   if (!session) return fail(model_path + ": module " + info.path + ": " + session.error());
   if (!views.empty()) {
-    int64_t rh = 0, rw = 0;
-    auto resized = session->preprocess(views[0], views.size(), &rh, &rw);
-    if (!resized) return fail(model_path + ": module " + info.path + ": " + resized.error());
+    // The processor's size is all the message needs; the frame is resized here only to be
+    // written (the run resizes it again, a band at a time).
+    const auto h = static_cast<int64_t>(images[0].height), w = static_cast<int64_t>(images[0].width);
+    auto size = views.size() == 1 ? model->frame_size(index, h, w) : model->video_frame_size(index, views.size(), h, w);
+    if (!size) return fail(model_path + ": module " + info.path + ": " + size.error());
+    const auto [rh, rw] = *size;
     std::printf("%zu frame%s of %zux%zu (height x width)%s\n", views.size(), views.size() == 1 ? "" : "s",
                 images[0].height, images[0].width,
                 images[0].height == static_cast<size_t>(rh) && images[0].width == static_cast<size_t>(rw)
                     ? " (the processor's size)"
                     : (" -> the processor's " + std::to_string(rh) + "x" + std::to_string(rw) + " (resized by the runtime)").c_str());
     if (!write_resized.empty()) {
+      int64_t ph = 0, pw = 0;
+      auto resized = session->preprocess(views[0], views.size(), &ph, &pw);
+      if (!resized) return fail(model_path + ": module " + info.path + ": " + resized.error());
       const std::string err = patchfuse::write_png(write_resized, resized->data(), static_cast<size_t>(rw), static_cast<size_t>(rh));
       if (!err.empty()) return fail(err);
       std::printf("wrote %s: the processor's %lldx%lld RGB frame\n", write_resized.c_str(), static_cast<long long>(rh),
