@@ -151,23 +151,24 @@ PF_TARGET_AVX2 __attribute__((flatten)) void emit_rows_avx2(const uint8_t* plane
   emit_rows_with<Avx2Row>(planes, width, P, M, grid_w, channels, tps, mh, k, block_out);
 }
 #elif defined(__aarch64__) || defined(__arm__)
-// Pixel<float>::of on 4 bytes already widened to 16 bits: (u - 128) as int16 (the wrap-around of
-// u - 128 in uint16 is that int16), widened, converted and scaled, each step exact.
-PF_TARGET_NEON inline float32x4_t pixels4_neon(int16x4_t centred) {
-  return vmulq_n_f32(vcvtq_f32_s32(vmovl_s16(centred)), static_cast<float>(kPixelScale));
+// Pixel<float>::of on 8 bytes: a widened pixel v zipped with 0x4700 is the float with bits
+// 0x470000vv, 2^15 + v / 256 exactly, and subtracting 2^15 + 1/2 leaves (v - 128) / 256, exact
+// (no int -> float conversion or multiply).
+static_assert(kPixelCentre == 128 && kPixelScale == 1.0 / 256, "pixels8_neon's constants are these");
+PF_TARGET_NEON inline float32x4x2_t pixels8_neon(uint8x8_t b) {
+  const uint16x8x2_t words = vzipq_u16(vmovl_u8(b), vdupq_n_u16(0x4700));
+  const float32x4_t offset = vdupq_n_f32(32768.5f);
+  return {{vsubq_f32(vreinterpretq_f32_u16(words.val[0]), offset), vsubq_f32(vreinterpretq_f32_u16(words.val[1]), offset)}};
 }
 PF_TARGET_NEON inline uint16x4_t bf16x4_neon(float32x4_t v) { return vshrn_n_u32(vreinterpretq_u32_f32(v), 16); }
 
-// 14 or 16 pixels as f32 or bf16: one 16-byte load (the planes have the slack), two widenings.
+// 14 or 16 pixels as f32 or bf16: one 16-byte load (the planes have the slack).
 template <class T, int64_t Pt>
 struct NeonRow {
   PF_TARGET_NEON static void apply(T* dst, const uint8_t* src, int64_t) {
     const uint8x16_t b = vld1q_u8(src);
-    const uint16x8_t centre = vdupq_n_u16(kPixelCentre);
-    const int16x8_t lo = vreinterpretq_s16_u16(vsubq_u16(vmovl_u8(vget_low_u8(b)), centre));
-    const int16x8_t hi = vreinterpretq_s16_u16(vsubq_u16(vmovl_u8(vget_high_u8(b)), centre));
-    const float32x4_t f0 = pixels4_neon(vget_low_s16(lo)), f1 = pixels4_neon(vget_high_s16(lo));
-    const float32x4_t f2 = pixels4_neon(vget_low_s16(hi)), f3 = pixels4_neon(vget_high_s16(hi));
+    const float32x4x2_t lo = pixels8_neon(vget_low_u8(b)), hi = pixels8_neon(vget_high_u8(b));
+    const float32x4_t f0 = lo.val[0], f1 = lo.val[1], f2 = hi.val[0], f3 = hi.val[1];
     if constexpr (std::is_same_v<T, float>) {
       vst1q_f32(dst, f0);
       vst1q_f32(dst + 4, f1);

@@ -513,12 +513,36 @@ PF_TARGET_NEON inline int32x4_t add_pairs(int32x4_t a, int32x4_t b) {
 #endif
 }
 
-// (256 * hi + lo + rounding) >> 22 for 8 sums, saturated to 0..255 (clip8).
+// acc + the high 4 lanes of a times lane 0 (1) of c: one smlal2 on aarch64 (GCC moved the high
+// half out first for vget_high_s16); armhf's halves are registers already.
+PF_TARGET_NEON inline int32x4_t mlal_high_lane0(int32x4_t acc, int16x8_t a, int16x4_t c) {
+#if defined(__aarch64__)
+  return vmlal_high_lane_s16(acc, a, c, 0);
+#else
+  return vmlal_lane_s16(acc, vget_high_s16(a), c, 0);
+#endif
+}
+PF_TARGET_NEON inline int32x4_t mlal_high_lane1(int32x4_t acc, int16x8_t a, int16x4_t c) {
+#if defined(__aarch64__)
+  return vmlal_high_lane_s16(acc, a, c, 1);
+#else
+  return vmlal_lane_s16(acc, vget_high_s16(a), c, 1);
+#endif
+}
+
+// 256 * hi + lo + rounding: 4 sums ready for the shift.
+PF_TARGET_NEON inline int32x4_t combine_halves(int32x4_t hi, int32x4_t lo) {
+  return vaddq_s32(vshlq_n_s32(hi, 8), vaddq_s32(lo, vdupq_n_s32(1 << (kPrecisionBits - 1))));
+}
+
+// 8 combined sums >> 22, saturated to 0..255 (clip8). (A narrowing shift takes at most 16.)
+PF_TARGET_NEON inline uint8x8_t narrow8(int32x4_t s0, int32x4_t s1) {
+  return vqmovn_u16(vcombine_u16(vqmovun_s32(vshrq_n_s32(s0, kPrecisionBits)), vqmovun_s32(vshrq_n_s32(s1, kPrecisionBits))));
+}
+
+// (256 * hi + lo + rounding) >> 22 for 8 sums, saturated to 0..255.
 PF_TARGET_NEON inline uint8x8_t shift_narrow8(int32x4_t hi0, int32x4_t lo0, int32x4_t hi1, int32x4_t lo1) {
-  const int32x4_t round = vdupq_n_s32(1 << (kPrecisionBits - 1));
-  const int32x4_t s0 = vshrq_n_s32(vaddq_s32(vaddq_s32(vshlq_n_s32(hi0, 8), lo0), round), kPrecisionBits);
-  const int32x4_t s1 = vshrq_n_s32(vaddq_s32(vaddq_s32(vshlq_n_s32(hi1, 8), lo1), round), kPrecisionBits);
-  return vqmovn_u16(vcombine_u16(vqmovun_s32(s0), vqmovun_s32(s1)));
+  return narrow8(combine_halves(hi0, lo0), combine_halves(hi1, lo1));
 }
 
 // pil_horizontal_pairs_avx2's blocks of 8 outputs (two lanes of 4) on the same tables: per pair
@@ -539,7 +563,7 @@ PF_TARGET_NEON void pil_horizontal_pairs_neon(const uint8_t* planes, size_t stri
     const uint8_t* idx = &t.index[b * t.pairs * 32];
     const int16_t* kh = &t.hi[b * t.pairs * 16];
     const int16_t* kl = &t.lo[b * t.pairs * 16];
-    uint8x8x3_t rgb;
+    int32x4_t sums[3][2];  // per channel, outputs 0-3 and 4-7; narrowed together (in-order cores)
     for (size_t ch = 0; ch < 3; ++ch) {
       const uint8_t* p = planes + ch * stride;
       const uint8x16_t w0 = vld1q_u8(p + first[x]), w1 = vld1q_u8(p + first[x + 4]);
@@ -558,39 +582,44 @@ PF_TARGET_NEON void pil_horizontal_pairs_neon(const uint8_t* planes, size_t stri
         l[2] = vmlal_s16(l[2], vget_low_s16(px1), vget_low_s16(l1));
         l[3] = vmlal_s16(l[3], vget_high_s16(px1), vget_high_s16(l1));
       }
-      rgb.val[ch] = shift_narrow8(add_pairs(h[0], h[1]), add_pairs(l[0], l[1]), add_pairs(h[2], h[3]),
-                                  add_pairs(l[2], l[3]));
+      sums[ch][0] = combine_halves(add_pairs(h[0], h[1]), add_pairs(l[0], l[1]));
+      sums[ch][1] = combine_halves(add_pairs(h[2], h[3]), add_pairs(l[2], l[3]));
     }
+    uint8x8x3_t rgb;
+    for (size_t ch = 0; ch < 3; ++ch) rgb.val[ch] = narrow8(sums[ch][0], sums[ch][1]);
     vst3_u8(d, rgb);
   }
   pil_horizontal_k8(planes, stride, first, k8, c0 + 8 * blocks, c1, dst + 8 * blocks * 3);
 }
 
 // 16 output values at a time: each row's bytes widened to int16 and multiplied by its
-// coefficient's halves (smlal by a scalar), four int32 vectors per half.
+// coefficient's halves (smlal by element), four int32 vectors per half. A tap's halves are one
+// 8-byte load (hi, lo), so the loop has no scalar-to-vector moves.
 PF_TARGET_NEON void pil_vertical_neon(const uint8_t* const* rows, const int32_t* k, int32_t count, size_t n,
                                       uint8_t* out) {
-  int16_t kh[64], kl[64];  // count <= 64
+  int16_t halves[2 * 64 + 2];  // (hi, lo) per tap (count <= 64), and the last load's 2 spare lanes
   for (int32_t i = 0; i < count; ++i) {
-    kh[i] = static_cast<int16_t>(k[i] >> 8);
-    kl[i] = static_cast<int16_t>(k[i] & 255);
+    halves[2 * i] = static_cast<int16_t>(k[i] >> 8);
+    halves[2 * i + 1] = static_cast<int16_t>(k[i] & 255);
   }
+  halves[2 * count] = halves[2 * count + 1] = 0;
   size_t x = 0;
   for (; x + 16 <= n; x += 16) {
     int32x4_t h[4], l[4];
     for (int j = 0; j < 4; ++j) h[j] = l[j] = vdupq_n_s32(0);
     for (int32_t i = 0; i < count; ++i) {
       const uint8x16_t b = vld1q_u8(rows[i] + x);
+      const int16x4_t c = vld1_s16(halves + 2 * i);
       const int16x8_t a0 = vreinterpretq_s16_u16(vmovl_u8(vget_low_u8(b)));
       const int16x8_t a1 = vreinterpretq_s16_u16(vmovl_u8(vget_high_u8(b)));
-      h[0] = vmlal_n_s16(h[0], vget_low_s16(a0), kh[i]);
-      h[1] = vmlal_n_s16(h[1], vget_high_s16(a0), kh[i]);
-      h[2] = vmlal_n_s16(h[2], vget_low_s16(a1), kh[i]);
-      h[3] = vmlal_n_s16(h[3], vget_high_s16(a1), kh[i]);
-      l[0] = vmlal_n_s16(l[0], vget_low_s16(a0), kl[i]);
-      l[1] = vmlal_n_s16(l[1], vget_high_s16(a0), kl[i]);
-      l[2] = vmlal_n_s16(l[2], vget_low_s16(a1), kl[i]);
-      l[3] = vmlal_n_s16(l[3], vget_high_s16(a1), kl[i]);
+      h[0] = vmlal_lane_s16(h[0], vget_low_s16(a0), c, 0);
+      h[1] = mlal_high_lane0(h[1], a0, c);
+      h[2] = vmlal_lane_s16(h[2], vget_low_s16(a1), c, 0);
+      h[3] = mlal_high_lane0(h[3], a1, c);
+      l[0] = vmlal_lane_s16(l[0], vget_low_s16(a0), c, 1);
+      l[1] = mlal_high_lane1(l[1], a0, c);
+      l[2] = vmlal_lane_s16(l[2], vget_low_s16(a1), c, 1);
+      l[3] = mlal_high_lane1(l[3], a1, c);
     }
     vst1q_u8(out + x, vcombine_u8(shift_narrow8(h[0], l[0], h[1], l[1]), shift_narrow8(h[2], l[2], h[3], l[3])));
   }

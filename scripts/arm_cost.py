@@ -1,0 +1,158 @@
+#!/usr/bin/env python3
+"""Estimated ARM cycles of the frames path's own loops, for scripts/arm-cost.sh.
+
+Reads a qemu-user log of one patchfuse-run (`-d in_asm,exec,nochain`: every translated block's
+instructions once, and one line per block executed) and the guest loader's LD_DEBUG=files lines
+(where each library was mapped). Each executed block is attributed to the function of
+libpatchfuse that holds it (nm), and the functions to the stages of the frames path; blocks in
+libyuv (its YUV -> RGBA rows) count as conversion. llvm-mca
+gives each block's cycles per execution on a core (steady state: the block repeated, as a loop
+body is); the estimate is the sum over blocks of executions x cycles. A static model: no cache
+misses, no branch mispredictions, no cost between blocks.
+
+  arm_cost.py LOG LD_DEBUG_FILE LIBPATCHFUSE NM TRIPLE CPU[,CPU...]   (prints one JSON object)
+"""
+import bisect
+import collections
+import json
+import re
+import subprocess
+import sys
+
+# The frames path's stages, by the demangled name of the function a block is in (first match).
+STAGES = [
+    ("gather", re.compile(r"gather|emit_rows|deinterleave|NeonRow|PortableRow|Avx2Row")),
+    ("resize", re.compile(r"Resizer::run|pil_horizontal|pil_vertical|shift_narrow|lookup16|add_pairs|clip8")),
+    ("conversion", re.compile(r"split_rgb|split_rgba|split_portable|planes_row|rgb_row|rgba_row")),
+]
+# Branches and address computations, whose absolute targets qemu prints: a label stands in for them.
+_CONDITIONS = "eq|ne|cs|hs|cc|lo|mi|pl|vs|vc|hi|ls|ge|lt|gt|le|al"
+TARGETED = re.compile(rf"^(b|bl|blx|b\.({_CONDITIONS})|b({_CONDITIONS})|cbn?z|tbn?z|adrp?)(\.[nw])?\s")
+
+
+def read_log(path):
+    """Executions per block start address, and each block's instruction texts."""
+    counts = collections.Counter()
+    blocks = {}
+    current, start = None, None
+    with open(path, errors="replace") as f:
+        for line in f:
+            c = line[:1]
+            if c == "T" and line.startswith("Trace "):
+                counts[int(line[line.index("[") + 1:].split("/")[1], 16)] += 1
+            elif c == "I" and line.startswith("IN:"):
+                current, start = [], None
+            elif current is not None:
+                if c == "0":
+                    # "0xADDR:  HEX[ HEX]  mnemonic operands": two spaces end the encoding
+                    # (a 32-bit Thumb instruction is printed as two halfwords).
+                    addr, rest = line.split(":", 1)
+                    parts = rest.strip().split("  ", 1)
+                    if start is None:
+                        start = int(addr, 16)
+                    current.append(parts[1].strip() if len(parts) > 1 else "")
+                else:
+                    if start is not None and start not in blocks:
+                        blocks[start] = current
+                    current = None
+    return counts, blocks
+
+
+def library_map(ld_debug, name):
+    """Where the guest's loader mapped a library: (base, size)."""
+    lines = open(ld_debug, errors="replace").read().splitlines()
+    for i, line in enumerate(lines):
+        if f"file={name} [0];  generating link map" in line:
+            m = re.search(r"base: (0x[0-9a-f]+)\s+size: (0x[0-9a-f]+)", lines[i + 1])
+            return int(m.group(1), 16), int(m.group(2), 16)
+    sys.exit(f"arm_cost.py: {ld_debug}: no link map for {name}")
+
+
+def functions(nm, library):
+    out = subprocess.run([nm, "-C", "--defined-only", "-S", library], check=True, capture_output=True, text=True).stdout
+    table = []
+    for line in out.splitlines():
+        parts = line.split(None, 3)
+        if len(parts) == 4 and parts[2] in "tTwW":
+            table.append((int(parts[0], 16), int(parts[1], 16), parts[3]))
+    table.sort()
+    return table
+
+
+def stage_of(name):
+    for stage, pattern in STAGES:
+        if pattern.search(name):
+            return stage
+    return None
+
+
+def mca_source(insns):
+    """The block as llvm-mca input: branch targets (absolute addresses in qemu's text) become a label."""
+    lines = []
+    for text in insns:
+        if TARGETED.match(text + " "):
+            text = re.sub(r"#0x[0-9a-f]+$", ".Ltarget", text)
+        lines.append(text)
+    return lines
+
+
+def cycles_per_block(blocks, triple, cpu, comment):
+    """llvm-mca's cycles per execution of each block, one run for all (a region per block)."""
+    src = [".Ltarget:"]
+    for start, insns in blocks.items():
+        src.append(f"{comment} LLVM-MCA-BEGIN b{start:x}")
+        src.extend(mca_source(insns))
+        src.append(f"{comment} LLVM-MCA-END")
+    attrs = ["-mattr=+neon"] if triple.startswith(("arm", "thumb")) else []
+    r = subprocess.run(["llvm-mca", f"-mtriple={triple}", f"-mcpu={cpu}", "-iterations=100", "-all-stats=false",
+                        "-instruction-info=false", "-resource-pressure=false"] + attrs,
+                       input="\n".join(src) + "\n", capture_output=True, text=True)
+    if r.returncode != 0:
+        sys.exit(f"arm_cost.py: llvm-mca -mcpu={cpu} failed:\n{r.stderr[:2000]}")
+    cycles = {}
+    for m in re.finditer(r"Code Region - b([0-9a-f]+)\s+Iterations:\s+(\d+)\s+Instructions:\s+\d+\s+Total Cycles:\s+(\d+)",
+                         r.stdout):
+        cycles[int(m.group(1), 16)] = int(m.group(3)) / int(m.group(2))
+    return cycles
+
+
+def main():
+    log, ld_debug, library, nm, triple, cpus = sys.argv[1:7]
+    counts, blocks = read_log(log)
+    base, _ = library_map(ld_debug, library.rsplit("/", 1)[-1])
+    # libyuv's YUV -> RGBA rows (its own NEON in both runs) count as conversion, whole.
+    yuv_base, yuv_size = library_map(ld_debug, "libyuv.so.0")
+    table = functions(nm, library)
+    starts = [t[0] for t in table]
+    stage_blocks, function_of = {}, {}  # start -> stage, start -> function name (without arguments)
+    for pc in counts:
+        if yuv_base <= pc < yuv_base + yuv_size and pc in blocks:
+            stage_blocks[pc], function_of[pc] = "conversion", "libyuv"
+            continue
+        i = bisect.bisect_right(starts, pc - base) - 1
+        if i >= 0 and pc - base < table[i][0] + max(table[i][1], 1):
+            stage = stage_of(table[i][2])
+            if stage and pc in blocks:
+                stage_blocks[pc] = stage
+                function_of[pc] = re.sub(r"\(.*", "", table[i][2].replace("(anonymous namespace)::", ""))
+    comment = "@" if triple.startswith(("arm", "thumb")) else "#"
+    result = {"executions": {}, "cycles": {}, "functions": {}}
+    for stage, _ in STAGES:
+        result["executions"][stage] = sum(counts[pc] for pc, s in stage_blocks.items() if s == stage)
+    for cpu in cpus.split(","):
+        per_block = cycles_per_block({pc: blocks[pc] for pc in stage_blocks}, triple, cpu, comment)
+        missing = [pc for pc in stage_blocks if pc not in per_block]
+        if missing:
+            sys.exit(f"arm_cost.py: llvm-mca gave no figure for {len(missing)} blocks")
+        result["cycles"][cpu] = {stage: sum(counts[pc] * per_block[pc] for pc, s in stage_blocks.items() if s == stage)
+                                 for stage, _ in STAGES}
+        by_function = collections.Counter()
+        for pc in stage_blocks:
+            by_function[function_of[pc]] += counts[pc] * per_block[pc]
+        result["functions"][cpu] = dict(by_function.most_common(6))
+    json.dump(result, sys.stdout)
+    print()
+
+
+if __name__ == "__main__":
+    main()
