@@ -5,13 +5,15 @@
 # the executions of the blocks in the frames path's functions (conversion to planes, resize,
 # gather) and prices each block with llvm-mca on each core model. Prints a Markdown table (cycles
 # and ms at 2 GHz per stage, and the portable/NEON ratio) and writes out/arm-cost/<arch>.json.
-#   scripts/arm-cost.sh [aarch64|armhf]...   (default both; needs scripts/test.sh arm's builds)
+#   scripts/arm-cost.sh [aarch64|armhf]...   (default both; needs scripts/test.sh arm's builds;
+#                                            installs llvm-mca: scripts/install-deps.sh cost)
 # Cases: 1080p NV12 -> 1092x1932 and 720p RGB -> 728x1288 into the quick start's Qwen2-VL-shaped
 # model with 8 output channels (the GEMM is not what is measured; 8 keeps qemu's log small).
 # Core models: LLVM 14 (Debian 12) has AArch64 models for cortex-a55 and cortex-a76 (the latter
 # on Cortex-A57's tables) and, for AArch32, only cortex-a57's, which armhf uses.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+bash scripts/install-deps.sh arm cost > /dev/null
 arches=("$@")
 [[ ${#arches[@]} -gt 0 ]] || arches=(aarch64 armhf)
 out=out/arm-cost

@@ -23,7 +23,7 @@ import sys
 STAGES = [
     ("gather", re.compile(r"gather|emit_rows|deinterleave|NeonRow|PortableRow|Avx2Row")),
     ("resize", re.compile(r"Resizer::run|pil_horizontal|pil_vertical|shift_narrow|lookup16|add_pairs|clip8")),
-    ("conversion", re.compile(r"split_rgb|split_rgba|split_portable|planes_row|rgb_row|rgba_row")),
+    ("conversion", re.compile(r"split_neon|split_rgb|split_rgba|split_portable|planes_row|rgb_row|rgba_row")),
 ]
 # Branches and address computations, whose absolute targets qemu prints: a label stands in for them.
 _CONDITIONS = "eq|ne|cs|hs|cc|lo|mi|pl|vs|vc|hi|ls|ge|lt|gt|le|al"

@@ -5,6 +5,7 @@
 #   scripts/install-deps.sh arm        also the ARM cross compilers and qemu-user (ARM builds and tests)
 #   scripts/install-deps.sh sanitize   also clang 14 with libFuzzer and the sanitizer runtimes
 #   scripts/install-deps.sh fixtures   also PyTorch + NumPy, to regenerate tests/fixtures/golden
+#   scripts/install-deps.sh cost       also llvm-mca (LLVM 14), for scripts/arm-cost.sh
 # Several sets may be named at once: scripts/install-deps.sh arm sanitize
 set -euo pipefail
 
@@ -27,7 +28,8 @@ for set in "$@"; do
     arm) packages+=(g++-aarch64-linux-gnu g++-arm-linux-gnueabihf qemu-user file lintian) ;;  # lintian: the .deb checks
     sanitize) packages+=(clang-14 libclang-rt-14-dev) ;;  # GCC's libasan/libubsan/libtsan come with g++
     fixtures) packages+=(python3-torch python3-numpy python3-pil) ;;
-    *) echo "usage: scripts/install-deps.sh [arm] [sanitize] [fixtures]" >&2; exit 2 ;;
+    cost) packages+=(llvm) ;;  # llvm-mca
+    *) echo "usage: scripts/install-deps.sh [arm] [sanitize] [fixtures] [cost]" >&2; exit 2 ;;
   esac
 done
 

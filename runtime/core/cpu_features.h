@@ -23,6 +23,9 @@ enum class SimdLevel { kBaseline = 0, kNeon = 1 };
 SimdLevel simd_level();
 // "baseline", "avx2", "avx512", "avx512_vnni", "neon": how the session info names a kernel.
 const char* simd_level_name(SimdLevel level);
+// The form this CPU runs of a loop written for AVX2 (x86-64) and NEON (ARM): "avx2", "neon" or
+// "portable" (the plane splits, the gather).
+const char* avx2_or_neon_form();
 
 #if defined(__x86_64__)
 inline bool cpu_has_avx2() { return simd_level() >= SimdLevel::kAvx2; }

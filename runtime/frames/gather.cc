@@ -242,13 +242,7 @@ void gather(const uint8_t* const* frames, size_t count, size_t row_stride, size_
 
 }  // namespace
 
-const char* gather_kernel() {
-#if defined(__x86_64__)
-  return cpu_has_avx2() ? "avx2" : "portable";
-#elif defined(__aarch64__) || defined(__arm__)
-  return cpu_has_neon() ? "neon" : "portable";
-#endif
-}
+const char* gather_kernel() { return avx2_or_neon_form(); }
 
 int64_t gather_block_count(const FrameGrid& grid, const Preprocessing& p) { return grid.t * (grid.h / p.merge_size); }
 

@@ -74,44 +74,35 @@ PF_TARGET_AVX2 void split_rgba_avx2(const uint8_t* src, size_t width, uint8_t* p
 }
 #elif defined(__aarch64__) || defined(__arm__)
 // 16 pixels at a time: ld3/ld4 de-interleave by themselves.
-PF_TARGET_NEON void split_rgb_neon(const uint8_t* src, size_t width, uint8_t* p0, uint8_t* p1, uint8_t* p2) {
+template <size_t kBytes>
+PF_TARGET_NEON void split_neon(const uint8_t* src, size_t width, uint8_t* p0, uint8_t* p1, uint8_t* p2) {
   size_t x = 0;
   for (; x + 16 <= width; x += 16) {
-    const uint8x16x3_t v = vld3q_u8(src + 3 * x);
-    vst1q_u8(p0 + x, v.val[0]);
-    vst1q_u8(p1 + x, v.val[1]);
-    vst1q_u8(p2 + x, v.val[2]);
+    uint8x16_t v[3];
+    if constexpr (kBytes == 3) {
+      const uint8x16x3_t px = vld3q_u8(src + 3 * x);
+      v[0] = px.val[0], v[1] = px.val[1], v[2] = px.val[2];
+    } else {
+      const uint8x16x4_t px = vld4q_u8(src + 4 * x);
+      v[0] = px.val[0], v[1] = px.val[1], v[2] = px.val[2];
+    }
+    vst1q_u8(p0 + x, v[0]);
+    vst1q_u8(p1 + x, v[1]);
+    vst1q_u8(p2 + x, v[2]);
   }
-  split_portable<3>(src + 3 * x, width - x, p0 + x, p1 + x, p2 + x);
-}
-
-PF_TARGET_NEON void split_rgba_neon(const uint8_t* src, size_t width, uint8_t* p0, uint8_t* p1, uint8_t* p2) {
-  size_t x = 0;
-  for (; x + 16 <= width; x += 16) {
-    const uint8x16x4_t v = vld4q_u8(src + 4 * x);
-    vst1q_u8(p0 + x, v.val[0]);
-    vst1q_u8(p1 + x, v.val[1]);
-    vst1q_u8(p2 + x, v.val[2]);
-  }
-  split_portable<4>(src + 4 * x, width - x, p0 + x, p1 + x, p2 + x);
+  split_portable<kBytes>(src + kBytes * x, width - x, p0 + x, p1 + x, p2 + x);
 }
 #endif
 
 }  // namespace
 
-const char* split_planes_kernel() {
-#if defined(__x86_64__)
-  return cpu_has_avx2() ? "avx2" : "portable";
-#elif defined(__aarch64__) || defined(__arm__)
-  return cpu_has_neon() ? "neon" : "portable";
-#endif
-}
+const char* split_planes_kernel() { return avx2_or_neon_form(); }
 
 void split_rgb_planes(const uint8_t* src, size_t width, uint8_t* p0, uint8_t* p1, uint8_t* p2) {
 #if defined(__x86_64__)
   if (cpu_has_avx2()) return split_rgb_avx2(src, width, p0, p1, p2);
 #elif defined(__aarch64__) || defined(__arm__)
-  if (cpu_has_neon()) return split_rgb_neon(src, width, p0, p1, p2);
+  if (cpu_has_neon()) return split_neon<3>(src, width, p0, p1, p2);
 #endif
   split_portable<3>(src, width, p0, p1, p2);
 }
@@ -120,7 +111,7 @@ void split_rgba_planes(const uint8_t* src, size_t width, uint8_t* p0, uint8_t* p
 #if defined(__x86_64__)
   if (cpu_has_avx2()) return split_rgba_avx2(src, width, p0, p1, p2);
 #elif defined(__aarch64__) || defined(__arm__)
-  if (cpu_has_neon()) return split_rgba_neon(src, width, p0, p1, p2);
+  if (cpu_has_neon()) return split_neon<4>(src, width, p0, p1, p2);
 #endif
   split_portable<4>(src, width, p0, p1, p2);
 }

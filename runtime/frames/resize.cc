@@ -513,20 +513,14 @@ PF_TARGET_NEON inline int32x4_t add_pairs(int32x4_t a, int32x4_t b) {
 #endif
 }
 
-// acc + the high 4 lanes of a times lane 0 (1) of c: one smlal2 on aarch64 (GCC moved the high
+// acc + the high 4 lanes of a times lane Lane of c: one smlal2 on aarch64 (GCC moved the high
 // half out first for vget_high_s16); armhf's halves are registers already.
-PF_TARGET_NEON inline int32x4_t mlal_high_lane0(int32x4_t acc, int16x8_t a, int16x4_t c) {
+template <int Lane>
+PF_TARGET_NEON inline int32x4_t mlal_high_lane(int32x4_t acc, int16x8_t a, int16x4_t c) {
 #if defined(__aarch64__)
-  return vmlal_high_lane_s16(acc, a, c, 0);
+  return vmlal_high_lane_s16(acc, a, c, Lane);
 #else
-  return vmlal_lane_s16(acc, vget_high_s16(a), c, 0);
-#endif
-}
-PF_TARGET_NEON inline int32x4_t mlal_high_lane1(int32x4_t acc, int16x8_t a, int16x4_t c) {
-#if defined(__aarch64__)
-  return vmlal_high_lane_s16(acc, a, c, 1);
-#else
-  return vmlal_lane_s16(acc, vget_high_s16(a), c, 1);
+  return vmlal_lane_s16(acc, vget_high_s16(a), c, Lane);
 #endif
 }
 
@@ -613,13 +607,13 @@ PF_TARGET_NEON void pil_vertical_neon(const uint8_t* const* rows, const int32_t*
       const int16x8_t a0 = vreinterpretq_s16_u16(vmovl_u8(vget_low_u8(b)));
       const int16x8_t a1 = vreinterpretq_s16_u16(vmovl_u8(vget_high_u8(b)));
       h[0] = vmlal_lane_s16(h[0], vget_low_s16(a0), c, 0);
-      h[1] = mlal_high_lane0(h[1], a0, c);
+      h[1] = mlal_high_lane<0>(h[1], a0, c);
       h[2] = vmlal_lane_s16(h[2], vget_low_s16(a1), c, 0);
-      h[3] = mlal_high_lane0(h[3], a1, c);
+      h[3] = mlal_high_lane<0>(h[3], a1, c);
       l[0] = vmlal_lane_s16(l[0], vget_low_s16(a0), c, 1);
-      l[1] = mlal_high_lane1(l[1], a0, c);
+      l[1] = mlal_high_lane<1>(l[1], a0, c);
       l[2] = vmlal_lane_s16(l[2], vget_low_s16(a1), c, 1);
-      l[3] = mlal_high_lane1(l[3], a1, c);
+      l[3] = mlal_high_lane<1>(l[3], a1, c);
     }
     vst1q_u8(out + x, vcombine_u8(shift_narrow8(h[0], l[0], h[1], l[1]), shift_narrow8(h[2], l[2], h[3], l[3])));
   }
