@@ -5,6 +5,8 @@
 // only in the ordinary and ASan builds).
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <iterator>
 #include <string>
 #include <thread>
 
@@ -158,6 +160,52 @@ TEST(RuntimeThreads, SeveralModelsOnSeveralThreads) {
     for (int t = 0; t < kThreads; ++t) {
       EXPECT_EQ(errors[t], "") << "thread " << t;
       EXPECT_EQ(got[t], want) << "thread " << t;
+    }
+  }
+}
+
+size_t os_threads() {
+  const std::filesystem::directory_iterator tasks("/proc/self/task");
+  return static_cast<size_t>(std::distance(begin(tasks), end(tasks)));
+}
+
+// A session of one thread computes on the caller's thread alone, from creation (packing) to its
+// runs: no pool thread is started. The int8 oneDNN GEMM once ran on every core of the machine
+// because its primitive took the thread count when it was made, not the session's. ctest runs
+// each test in its own process, so the count starts from the main thread (and a sanitizer's own).
+TEST(RuntimeThreads, AOneThreadSessionStartsNoThread) {
+  const std::vector<uint8_t> bytes = testing::make_model(spec(), 77);
+  auto model = Model::open_memory(bytes.data(), bytes.size());
+  ASSERT_TRUE(model) << model.error();
+  std::vector<uint8_t> frame(96 * 128 * 3, 200);
+  pf_image image;
+  ASSERT_EQ(pf_image_packed(&image, PF_PIXEL_RGB, frame.data(), 128, 96), PF_OK);
+  const size_t before = os_threads();
+  for (pf_backend backend : {PF_BACKEND_REFERENCE, PF_BACKEND_ONEDNN, PF_BACKEND_XNNPACK, PF_BACKEND_GEMMLOWP}) {
+    if (!pf_backend_available(backend)) continue;
+    for (pf_precision precision : {PF_PRECISION_F32, PF_PRECISION_INT8}) {
+      SCOPED_TRACE(std::string(pf_backend_name(backend)) + (precision == PF_PRECISION_INT8 ? " int8" : " f32"));
+      pf_session_options o = default_options();
+      o.backend = backend;
+      o.precision = precision;
+      o.threads = 1;
+      auto s = Session::create(*model, 0, o);
+      if (!s) {
+        EXPECT_EQ(s.status(), PF_UNSUPPORTED) << s.error();  // a precision the backend does not offer
+        continue;
+      }
+      pf_input_shape shape{};
+      shape.kind = PF_INPUT_IMAGES;
+      shape.t = 1;
+      shape.height = image.height;
+      shape.width = image.width;
+      shape.format = image.format;
+      ASSERT_EQ(s->prepare(shape), "");
+      auto grid = s->images_grid(1, image.height, image.width);
+      ASSERT_TRUE(grid) << grid.error();
+      std::vector<float> out(static_cast<size_t>(grid->h * grid->w * model->module(0).embed_dim));
+      ASSERT_EQ(s->run_image(image, out.data()), "");
+      EXPECT_EQ(os_threads(), before);
     }
   }
 }

@@ -67,11 +67,27 @@ std::string version_string() {
   return cat("oneDNN ", v->major, ".", v->minor, ".", v->patch);
 }
 
+// The session's thread count for oneDNN, around every call that makes or runs a primitive or a
+// reorder: a primitive descriptor fixes its thread count from omp_get_max_threads() when it is made
+// (the int8 1x1 convolution split a 1-thread session's GEMM over every core of the machine when
+// only its execution was capped), and the caller's own OpenMP setting is put back afterwards.
+class OmpThreads {
+ public:
+  explicit OmpThreads(int threads) : before_(omp_get_max_threads()) { omp_set_num_threads(threads); }
+  ~OmpThreads() { omp_set_num_threads(before_); }
+  OmpThreads(const OmpThreads&) = delete;
+  OmpThreads& operator=(const OmpThreads&) = delete;
+
+ private:
+  int before_;
+};
+
 class OneDnnKernel final : public Kernel {
  public:
   static Result<std::unique_ptr<Kernel>> make(const KernelRequest& r) {
     std::unique_ptr<OneDnnKernel> k(new OneDnnKernel(r));
     try {
+      const OmpThreads threads(r.threads);
       k->pack(r);
     } catch (const dnnl::error& e) {
       return make_error(Code::kInternal, cat("onednn: cannot create the ",
@@ -92,6 +108,7 @@ class OneDnnKernel final : public Kernel {
 
   Status prepare(size_t n, bool f32_rows) override {
     try {
+      const OmpThreads threads(threads_);
       Plan& p = plan_for(static_cast<int64_t>(n));
       if (bf16_ && f32_rows) stage(p);
     } catch (const dnnl::error& e) {
@@ -124,7 +141,7 @@ class OneDnnKernel final : public Kernel {
   // the caller made, which the plan's source memory then points at.
   Status execute(const void* user_rows, const uint16_t* bf16_rows, size_t n, float* output) {
     try {
-      omp_set_num_threads(threads_);
+      const OmpThreads threads(threads_);
       Plan& p = plan_for(static_cast<int64_t>(n));
       p.dst.set_data_handle(output);
       if (bf16_rows != nullptr) {
