@@ -1,5 +1,5 @@
-// pf_session_prepare: a prepared size, an unprepared size and a different size after prepare all
-// give exactly what a fresh session gives, on every backend and precision, for images, frames and
+// pf_session_prepare: a prepared size, an unprepared size, a different size after prepare and the
+// prepared size again all give exactly what a fresh session gives, on every backend and precision, for images, frames and
 // pixel_values rows, in both output stages; prepare leaves the last profile alone; bad arguments
 // are refused with the reason. (Its speed is shown by patchfuse-bench, not asserted here.)
 #include <gtest/gtest.h>
@@ -87,6 +87,8 @@ TEST(Prepare, PreparedUnpreparedAndOtherSizesGiveWhatAFreshSessionGives) {
         EXPECT_GT(prepared->last_profile().setup_ms, 0.0) << "another size is not prepared by the first size's prepare";
         run_nv12(*prepared, nv12_2, h2, w2);
         EXPECT_EQ(prepared->last_profile().setup_ms, 0.0) << "a size already run";
+        EXPECT_EQ(run_nv12(*prepared, nv12_1, h1, w1), run_nv12(*fresh, nv12_1, h1, w1)) << "back to the first size";
+        EXPECT_EQ(prepared->last_profile().setup_ms, 0.0) << "back to the first size: its resize tables were kept";
         // Frames, and (not int8) pixel_values rows of a grid, prepared then run.
         pf_input_shape frames{};
         frames.kind = PF_INPUT_FRAMES;

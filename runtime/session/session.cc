@@ -354,25 +354,8 @@ void Session::gather_on_threads(FramesKernel& k, const uint8_t* const* frames, s
 }
 
 Result<const GridTerms*> Session::grid_terms(int64_t h, int64_t w) {
-  ++runs_;
-  for (auto& [used, terms] : terms_) {
-    if (terms.h == h && terms.w == w) {
-      used = runs_;
-      return &terms;
-    }
-  }
-  PF_ASSIGN_OR_RETURN(GridTerms made, timed(profile_.setup_ms, [&] { return make_grid_terms(*encoder_, h, w); }));
-  if (terms_.size() == kCachedGrids) {
-    terms_.erase(std::min_element(terms_.begin(), terms_.end(), [](const auto& a, const auto& b) { return a.first < b.first; }));
-  }
-  terms_.emplace_back(runs_, std::move(made));
-  return &terms_.back().second;
-}
-
-size_t Session::cached_terms_bytes() const {
-  size_t bytes = 0;
-  for (const auto& entry : terms_) bytes += entry.second.bytes();
-  return bytes;
+  return terms_.get([&](const GridTerms& t) { return t.h == h && t.w == w; },
+                    [&] { return timed(profile_.setup_ms, [&] { return make_grid_terms(*encoder_, h, w); }); });
 }
 
 Result<int64_t> Session::output_rows(const FrameGrid& g) const {
@@ -517,11 +500,8 @@ Result<const Resizer*> Session::resizer(size_t t, size_t height, size_t width) {
   PF_CHECK(t >= 1, Code::kInvalidArgument, "images: t = 0; at least one image is needed");
   const Preprocessing& p = *module_.preprocessing;
   PF_ASSIGN_OR_RETURN(const ResizeSpec spec, frame_resize_spec(p, t == 1 ? 0 : static_cast<int64_t>(t), height, width));
-  if (!resizer_ || !same_spec(resizer_->spec(), spec)) {
-    PF_ASSIGN_OR_RETURN(Resizer r, timed(profile_.setup_ms, [&] { return Resizer::create(spec); }));
-    resizer_ = std::move(r);
-  }
-  return &*resizer_;
+  return resizers_.get([&](const Resizer& r) { return same_spec(r.spec(), spec); },
+                       [&] { return timed(profile_.setup_ms, [&] { return Resizer::create(spec); }); });
 }
 
 size_t Session::size_resize_buffers(const Kernel& kernel, const Resizer& r, const ImageView& image, size_t frames,

@@ -15,6 +15,7 @@
 #include "runtime/frames/preprocessing.h"
 #include "runtime/frames/resize.h"
 #include "runtime/frames/weight_transforms.h"
+#include "runtime/session/recently_used.h"
 #include "runtime/session/weights_cache.h"
 
 namespace patchfuse {
@@ -104,8 +105,6 @@ class Session {
   const std::string& weights_cache_report() const { return cache_report_; }  // a line per kernel; "" without a cache
   const RunProfile& last_profile() const { return profile_; }
   OutputStage output_stage() const { return encoder_ ? OutputStage::kEncoderInput : OutputStage::kPatches; }
-  // Bytes held by the cached grid terms (a few grids; see kCachedGrids).
-  size_t cached_terms_bytes() const;
 
  private:
   Session() = default;
@@ -155,8 +154,7 @@ class Session {
   template <class Run>
   Status run_and_finish(Kernel& kernel, const FrameGrid& grid, int64_t t, int64_t first, size_t n, float* output,
                         const Run& run);
-  // The grid terms of an h x w frame, made on first use and kept for the kCachedGrids most recent grids.
-  static constexpr size_t kCachedGrids = 4;
+  // The grid terms of an h x w frame, made on first use and kept for a few recent grids.
   Result<const GridTerms*> grid_terms(int64_t h, int64_t w);
   template <class Gather>
   Status gather_and_run(FramesKernel& k, const FrameGrid& grid, float* output, const Gather& gather, Pass pass);
@@ -165,7 +163,7 @@ class Session {
   template <class T>
   void gather_on_threads(FramesKernel& k, const uint8_t* const* frames, size_t t, size_t row_stride,
                          size_t first_row, const FrameGrid& grid, int64_t begin, int64_t end, T* rows);
-  // The resize for t images of height x width, made once per spec and reused.
+  // The resize for t images of height x width, made on first use and kept for a few recent sizes.
   Result<const Resizer*> resizer(size_t t, size_t height, size_t width);
   // Resizes rows [row_begin, row_end) of `image`'s resized frame into `out` (row row_begin first,
   // out_w * 3 bytes a row) on `kernel`'s threads.
@@ -194,7 +192,7 @@ class Session {
   std::vector<float> rows_;          // a chunk of gathered rows, reused across runs (f32 kernels)
   std::vector<uint16_t> rows_bf16_;  // the same for kernels that take bf16 rows
   std::vector<uint8_t> rows_u8_;     // and for int8 kernels
-  std::optional<Resizer> resizer_;   // the last images' resize
+  RecentlyUsed<Resizer> resizers_;  // the resize of a few recent image sizes
   std::vector<std::vector<uint8_t>> resized_;  // a band of each resized frame (temporal_patch_size at most)
   std::vector<std::vector<uint8_t>> resize_scratch_;  // per thread
   // The module as backends and the frames code see it: a Conv2d's geometry as_conv3d(), the same
@@ -207,8 +205,7 @@ class Session {
   std::string detail_, isa_, note_, frame_kernels_;
   RunProfile profile_;  // the last run's; each run starts it from zero
   const EncoderInputSpec* encoder_ = nullptr;  // encoder-input sessions: the model's spec
-  std::vector<std::pair<uint64_t, GridTerms>> terms_;  // (last use, terms), kCachedGrids at most
-  uint64_t runs_ = 0;
+  RecentlyUsed<GridTerms> terms_;
   std::vector<float> window_rows_;  // window order: a chunk of kernel rows before they go to their slots
 };
 
