@@ -524,6 +524,16 @@ PF_TARGET_NEON inline int32x4_t mlal_high_lane(int32x4_t acc, int16x8_t a, int16
 #endif
 }
 
+// acc + the high 4 lanes of a times those of b: smlal2 (GCC moves both high halves out first for
+// vget_high_s16 when several products share them).
+PF_TARGET_NEON inline int32x4_t mlal_high(int32x4_t acc, int16x8_t a, int16x8_t b) {
+#if defined(__aarch64__)
+  return vmlal_high_s16(acc, a, b);
+#else
+  return vmlal_s16(acc, vget_high_s16(a), vget_high_s16(b));
+#endif
+}
+
 // 256 * hi + lo + rounding: 4 sums ready for the shift.
 PF_TARGET_NEON inline int32x4_t combine_halves(int32x4_t hi, int32x4_t lo) {
   return vaddq_s32(vshlq_n_s32(hi, 8), vaddq_s32(lo, vdupq_n_s32(1 << (kPrecisionBits - 1))));
@@ -541,8 +551,11 @@ PF_TARGET_NEON inline uint8x8_t shift_narrow8(int32x4_t hi0, int32x4_t lo0, int3
 
 // pil_horizontal_pairs_avx2's blocks of 8 outputs (two lanes of 4) on the same tables: per pair
 // of taps tbl places each output's two pixels as int16, and smlal multiplies them by the halves,
-// leaving each output's two products in adjacent lanes, summed once at the end. Channel by channel
-// (armhf has 16 vector registers); st3 interleaves the 8 outputs' R, G, B.
+// leaving each output's two products in adjacent lanes, summed once at the end. One lane of 4
+// outputs at a time, its three channels together, so each pair's shuffle and halves are loaded
+// once for R, G and B: 12 accumulators, which armhf's 16 registers spill a little (priced 3% more
+// there than a channel at a time, against 24% less on the A55; a channel and a lane at a time
+// was 32% more on armhf: scripts/arm-cost.sh). st3 interleaves the 8 outputs' R, G, B.
 PF_TARGET_NEON void pil_horizontal_pairs_neon(const uint8_t* planes, size_t stride, const TapPairs& t,
                                               const int32_t* first, const int32_t* k8, size_t c0, size_t c1,
                                               uint8_t* dst) {
@@ -554,30 +567,31 @@ PF_TARGET_NEON void pil_horizontal_pairs_neon(const uint8_t* planes, size_t stri
       pil_horizontal_k8(planes, stride, first, k8, x, x + 8, d);
       continue;
     }
-    const uint8_t* idx = &t.index[b * t.pairs * 32];
-    const int16_t* kh = &t.hi[b * t.pairs * 16];
-    const int16_t* kl = &t.lo[b * t.pairs * 16];
-    int32x4_t sums[3][2];  // per channel, outputs 0-3 and 4-7; narrowed together (in-order cores)
-    for (size_t ch = 0; ch < 3; ++ch) {
-      const uint8_t* p = planes + ch * stride;
-      const uint8x16_t w0 = vld1q_u8(p + first[x]), w1 = vld1q_u8(p + first[x + 4]);
-      int32x4_t h[4], l[4];  // outputs 0-1, 2-3 of lane 0, then of lane 1
-      for (int i = 0; i < 4; ++i) h[i] = l[i] = vdupq_n_s32(0);
-      for (size_t i = 0; i < t.pairs; ++i) {
-        const int16x8_t px0 = lookup16(w0, vld1q_u8(idx + 32 * i)), px1 = lookup16(w1, vld1q_u8(idx + 32 * i + 16));
-        const int16x8_t h0 = vld1q_s16(kh + 16 * i), h1 = vld1q_s16(kh + 16 * i + 8);
-        const int16x8_t l0 = vld1q_s16(kl + 16 * i), l1 = vld1q_s16(kl + 16 * i + 8);
-        h[0] = vmlal_s16(h[0], vget_low_s16(px0), vget_low_s16(h0));
-        h[1] = vmlal_s16(h[1], vget_high_s16(px0), vget_high_s16(h0));
-        h[2] = vmlal_s16(h[2], vget_low_s16(px1), vget_low_s16(h1));
-        h[3] = vmlal_s16(h[3], vget_high_s16(px1), vget_high_s16(h1));
-        l[0] = vmlal_s16(l[0], vget_low_s16(px0), vget_low_s16(l0));
-        l[1] = vmlal_s16(l[1], vget_high_s16(px0), vget_high_s16(l0));
-        l[2] = vmlal_s16(l[2], vget_low_s16(px1), vget_low_s16(l1));
-        l[3] = vmlal_s16(l[3], vget_high_s16(px1), vget_high_s16(l1));
+    int32x4_t sums[3][2];  // per channel, outputs 0-3 and 4-7
+    for (size_t lane = 0; lane < 2; ++lane) {
+      const uint8_t* idx = &t.index[b * t.pairs * 32 + 16 * lane];
+      const int16_t* kh = &t.hi[b * t.pairs * 16 + 8 * lane];
+      const int16_t* kl = &t.lo[b * t.pairs * 16 + 8 * lane];
+      uint8x16_t w[3];
+      int32x4_t h[3][2], l[3][2];  // per channel: outputs 0-1 and 2-3 of the lane
+      for (size_t ch = 0; ch < 3; ++ch) {
+        w[ch] = vld1q_u8(planes + ch * stride + first[x + 4 * lane]);
+        h[ch][0] = h[ch][1] = l[ch][0] = l[ch][1] = vdupq_n_s32(0);
       }
-      sums[ch][0] = combine_halves(add_pairs(h[0], h[1]), add_pairs(l[0], l[1]));
-      sums[ch][1] = combine_halves(add_pairs(h[2], h[3]), add_pairs(l[2], l[3]));
+      for (size_t i = 0; i < t.pairs; ++i) {
+        const uint8x16_t index = vld1q_u8(idx + 32 * i);
+        const int16x8_t kh8 = vld1q_s16(kh + 16 * i), kl8 = vld1q_s16(kl + 16 * i);
+        for (size_t ch = 0; ch < 3; ++ch) {
+          const int16x8_t px = lookup16(w[ch], index);
+          h[ch][0] = vmlal_s16(h[ch][0], vget_low_s16(px), vget_low_s16(kh8));
+          h[ch][1] = mlal_high(h[ch][1], px, kh8);
+          l[ch][0] = vmlal_s16(l[ch][0], vget_low_s16(px), vget_low_s16(kl8));
+          l[ch][1] = mlal_high(l[ch][1], px, kl8);
+        }
+      }
+      for (size_t ch = 0; ch < 3; ++ch) {
+        sums[ch][lane] = combine_halves(add_pairs(h[ch][0], h[ch][1]), add_pairs(l[ch][0], l[ch][1]));
+      }
     }
     uint8x8x3_t rgb;
     for (size_t ch = 0; ch < 3; ++ch) rgb.val[ch] = narrow8(sums[ch][0], sums[ch][1]);
