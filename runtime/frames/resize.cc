@@ -215,8 +215,6 @@ void pil_vertical_from(const uint8_t* const* rows, const int32_t* k, int32_t cou
 }
 
 #if defined(__x86_64__)
-// Four dot products sharing one reduction.
-
 PF_TARGET_AVX2 __m128i clip8x4(__m128i sum) {
   const __m128i v = _mm_srai_epi32(_mm_add_epi32(sum, _mm_set1_epi32(1 << (kPrecisionBits - 1))), kPrecisionBits);
   return _mm_min_epi32(_mm_max_epi32(v, _mm_setzero_si128()), _mm_set1_epi32(255));
@@ -227,6 +225,7 @@ PF_TARGET_AVX2 __m256i dot8(const uint8_t* p, const int32_t* k) {
   return _mm256_mullo_epi32(v, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(k)));
 }
 
+// Four dot products sharing one reduction.
 // planes: R, G, B planes of the source row, `stride` bytes apart, each with kLanes bytes of slack
 // after its last pixel. k8: kLanes coefficients per output. Writes outputs [c0, c1) as RGB.
 PF_TARGET_AVX2 void pil_horizontal_avx2(const uint8_t* planes, size_t stride, const int32_t* first, const int32_t* k8,
@@ -638,12 +637,15 @@ uint8_t round8(float v) { return static_cast<uint8_t>(std::nearbyint(std::clamp(
 
 size_t align16(size_t n) { return (n + 15) / 16 * 16; }
 
+// Pillow's filters have vector kernels where the CPU has a SIMD level; nearest and torch's do not.
+bool has_vector_kernel(ResizeSemantics semantics, Resample filter) {
+  return semantics == ResizeSemantics::kPil && filter != Resample::kNearest && simd_level() > SimdLevel::kBaseline;
+}
+
 }  // namespace
 
 const char* resize_kernel(ResizeSemantics semantics, Resample filter) {
-  const bool vector = semantics == ResizeSemantics::kPil && filter != Resample::kNearest &&
-                      simd_level() > SimdLevel::kBaseline;
-  return vector ? simd_level_name(simd_level()) : "portable";
+  return has_vector_kernel(semantics, filter) ? simd_level_name(simd_level()) : "portable";
 }
 
 Result<Resizer> Resizer::create(const ResizeSpec& s) {
@@ -685,11 +687,10 @@ Result<Resizer> Resizer::create(const ResizeSpec& s) {
   const auto halves_fit = [](const AxisFilter& a) {
     return std::all_of(a.fixed.begin(), a.fixed.end(), [](int32_t k) { return k >= -(1 << 23) && k < (1 << 23); });
   };
-  const char* form = resize_kernel(s.semantics, s.filter);
-  const bool simd = std::strcmp(form, "portable") != 0 && halves_fit(r.h_) && halves_fit(r.v_);
+  const bool simd = has_vector_kernel(s.semantics, s.filter) && halves_fit(r.h_) && halves_fit(r.v_);
   size_t block = 8;  // TapPairs.block
   if (simd) {
-    r.kernel_ = form;
+    r.kernel_ = resize_kernel(s.semantics, s.filter);
 #if defined(__x86_64__)
     const bool avx512 = cpu_has_avx512(), vnni = cpu_has_avx512_vnni();
     r.horizontal_ = vnni ? pil_horizontal_pairs_avx512_vnni : avx512 ? pil_horizontal_pairs_avx512 : pil_horizontal_pairs_avx2;
