@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <utility>
 
 #if defined(__x86_64__)
 #include <immintrin.h>
@@ -533,31 +534,74 @@ PF_TARGET_NEON inline int32x4_t mlal_high(int32x4_t acc, int16x8_t a, int16x8_t 
 #endif
 }
 
-// 256 * hi + lo + rounding: 4 sums ready for the shift.
-PF_TARGET_NEON inline int32x4_t combine_halves(int32x4_t hi, int32x4_t lo) {
-  return vaddq_s32(vshlq_n_s32(hi, 8), vaddq_s32(lo, vdupq_n_s32(1 << (kPrecisionBits - 1))));
+// (256 * hi + lo + 2^21) >> 22, Pillow's rounded shift, for 4 sums, without forming 256 * hi:
+// floor((hi + lo / 256 + 2^13) / 2^14) = floor((hi + floor(lo / 256) + 2^13) / 2^14) for integer
+// hi, so ssra adds lo >> 8 to hi and srshr rounds the last 14 bits away. Two instructions.
+PF_TARGET_NEON inline int32x4_t shift_halves(int32x4_t hi, int32x4_t lo) {
+  return vrshrq_n_s32(vsraq_n_s32(hi, lo, 8), kPrecisionBits - 8);
 }
 
-// 8 combined sums >> 22, saturated to 0..255 (clip8). (A narrowing shift takes at most 16.)
+// 8 shifted sums saturated to 0..255 (clip8).
 PF_TARGET_NEON inline uint8x8_t narrow8(int32x4_t s0, int32x4_t s1) {
-  return vqmovn_u16(vcombine_u16(vqmovun_s32(vshrq_n_s32(s0, kPrecisionBits)), vqmovun_s32(vshrq_n_s32(s1, kPrecisionBits))));
+  return vqmovn_u16(vcombine_u16(vqmovun_s32(s0), vqmovun_s32(s1)));
 }
 
-// (256 * hi + lo + rounding) >> 22 for 8 sums, saturated to 0..255.
+// (256 * hi + lo + 2^21) >> 22 for 8 sums, saturated to 0..255.
 PF_TARGET_NEON inline uint8x8_t shift_narrow8(int32x4_t hi0, int32x4_t lo0, int32x4_t hi1, int32x4_t lo1) {
-  return narrow8(combine_halves(hi0, lo0), combine_halves(hi1, lo1));
+  return narrow8(shift_halves(hi0, lo0), shift_halves(hi1, lo1));
 }
 
-// pil_horizontal_pairs_avx2's blocks of 8 outputs (two lanes of 4) on the same tables: per pair
-// of taps tbl places each output's two pixels as int16, and smlal multiplies them by the halves,
-// leaving each output's two products in adjacent lanes, summed once at the end. One lane of 4
-// outputs at a time, its three channels together, so each pair's shuffle and halves are loaded
-// once for R, G and B: 12 accumulators, which armhf's 16 registers spill a little (priced 3% more
-// there than a channel at a time, against 24% less on the A55; a channel and a lane at a time
-// was 32% more on armhf: scripts/arm-cost.sh). st3 interleaves the 8 outputs' R, G, B.
-PF_TARGET_NEON void pil_horizontal_pairs_neon(const uint8_t* planes, size_t stride, const TapPairs& t,
-                                              const int32_t* first, const int32_t* k8, size_t c0, size_t c1,
-                                              uint8_t* dst) {
+// The high 4 lanes of a times those of b: smull2 on aarch64.
+PF_TARGET_NEON inline int32x4_t mull_high(int16x8_t a, int16x8_t b) {
+#if defined(__aarch64__)
+  return vmull_high_s16(a, b);
+#else
+  return vmull_s16(vget_high_s16(a), vget_high_s16(b));
+#endif
+}
+
+// One tap pair of a lane of 4 outputs, for the three channels: tbl places each output's two
+// pixels as int16 (idx: the pair's shuffle), smlal multiplies them by the halves (kh, kl), leaving
+// each output's two products in adjacent lanes. The first pair starts the sums (smull).
+template <bool First>
+PF_TARGET_NEON inline void horizontal_pair(const uint8x16_t (&w)[3], const uint8_t* idx, const int16_t* kh,
+                                           const int16_t* kl, int32x4_t (&h)[3][2], int32x4_t (&l)[3][2]) {
+  const uint8x16_t index = vld1q_u8(idx);
+  const int16x8_t kh8 = vld1q_s16(kh), kl8 = vld1q_s16(kl);
+  for (size_t ch = 0; ch < 3; ++ch) {
+    const int16x8_t px = lookup16(w[ch], index);
+    if constexpr (First) {
+      h[ch][0] = vmull_s16(vget_low_s16(px), vget_low_s16(kh8));
+      h[ch][1] = mull_high(px, kh8);
+      l[ch][0] = vmull_s16(vget_low_s16(px), vget_low_s16(kl8));
+      l[ch][1] = mull_high(px, kl8);
+    } else {
+      h[ch][0] = vmlal_s16(h[ch][0], vget_low_s16(px), vget_low_s16(kh8));
+      h[ch][1] = mlal_high(h[ch][1], px, kh8);
+      l[ch][0] = vmlal_s16(l[ch][0], vget_low_s16(px), vget_low_s16(kl8));
+      l[ch][1] = mlal_high(l[ch][1], px, kl8);
+    }
+  }
+}
+
+// A lane's pairs, unrolled for a fixed count (sizeof...(I)).
+template <size_t... I>
+PF_TARGET_NEON inline void horizontal_pairs_unrolled(const uint8x16_t (&w)[3], const uint8_t* idx, const int16_t* kh,
+                                                     const int16_t* kl, int32x4_t (&h)[3][2], int32x4_t (&l)[3][2],
+                                                     std::index_sequence<I...>) {
+  (horizontal_pair<I == 0>(w, idx + 32 * I, kh + 16 * I, kl + 16 * I, h, l), ...);
+}
+
+// pil_horizontal_pairs_avx2's blocks of 8 outputs (two lanes of 4) on the same tables, one lane at
+// a time with its three channels together, so each pair's shuffle and halves are loaded once for
+// R, G and B: 12 accumulators, which armhf's 16 registers spill a little (priced 3% more there than
+// a channel at a time, against 24% less on the A55; a channel and a lane at a time was 32% more on
+// armhf: scripts/arm-cost.sh). Each output's two products are summed once at the end; st3
+// interleaves the 8 outputs' R, G, B. Pairs: the table's pair count, unrolled.
+template <size_t Pairs>
+PF_TARGET_NEON void pil_horizontal_neon_unrolled(const uint8_t* planes, size_t stride, const TapPairs& t,
+                                                 const int32_t* first, const int32_t* k8, size_t c0, size_t c1,
+                                                 uint8_t* dst) {
   const size_t blocks = (c1 - c0) / 8;
   for (size_t b = 0; b < blocks; ++b) {
     const size_t x = c0 + 8 * b;
@@ -572,24 +616,11 @@ PF_TARGET_NEON void pil_horizontal_pairs_neon(const uint8_t* planes, size_t stri
       const int16_t* kh = &t.hi[b * t.pairs * 16 + 8 * lane];
       const int16_t* kl = &t.lo[b * t.pairs * 16 + 8 * lane];
       uint8x16_t w[3];
+      for (size_t ch = 0; ch < 3; ++ch) w[ch] = vld1q_u8(planes + ch * stride + first[x + 4 * lane]);
       int32x4_t h[3][2], l[3][2];  // per channel: outputs 0-1 and 2-3 of the lane
+      horizontal_pairs_unrolled(w, idx, kh, kl, h, l, std::make_index_sequence<Pairs>{});
       for (size_t ch = 0; ch < 3; ++ch) {
-        w[ch] = vld1q_u8(planes + ch * stride + first[x + 4 * lane]);
-        h[ch][0] = h[ch][1] = l[ch][0] = l[ch][1] = vdupq_n_s32(0);
-      }
-      for (size_t i = 0; i < t.pairs; ++i) {
-        const uint8x16_t index = vld1q_u8(idx + 32 * i);
-        const int16x8_t kh8 = vld1q_s16(kh + 16 * i), kl8 = vld1q_s16(kl + 16 * i);
-        for (size_t ch = 0; ch < 3; ++ch) {
-          const int16x8_t px = lookup16(w[ch], index);
-          h[ch][0] = vmlal_s16(h[ch][0], vget_low_s16(px), vget_low_s16(kh8));
-          h[ch][1] = mlal_high(h[ch][1], px, kh8);
-          l[ch][0] = vmlal_s16(l[ch][0], vget_low_s16(px), vget_low_s16(kl8));
-          l[ch][1] = mlal_high(l[ch][1], px, kl8);
-        }
-      }
-      for (size_t ch = 0; ch < 3; ++ch) {
-        sums[ch][lane] = combine_halves(add_pairs(h[ch][0], h[ch][1]), add_pairs(l[ch][0], l[ch][1]));
+        sums[ch][lane] = shift_halves(add_pairs(h[ch][0], h[ch][1]), add_pairs(l[ch][0], l[ch][1]));
       }
     }
     uint8x8x3_t rgb;
@@ -599,9 +630,83 @@ PF_TARGET_NEON void pil_horizontal_pairs_neon(const uint8_t* planes, size_t stri
   pil_horizontal_k8(planes, stride, first, k8, c0 + 8 * blocks, c1, dst + 8 * blocks * 3);
 }
 
-// 16 output values at a time: each row's bytes widened to int16 and multiplied by its
-// coefficient's halves (smlal by element), four int32 vectors per half. A tap's halves are one
-// 8-byte load (hi, lo), so the loop has no scalar-to-vector moves.
+PF_TARGET_NEON void pil_horizontal_pairs_neon(const uint8_t* planes, size_t stride, const TapPairs& t,
+                                              const int32_t* first, const int32_t* k8, size_t c0, size_t c1,
+                                              uint8_t* dst) {
+  static_assert(kLanes == 8, "tables exist for at most 8 taps: 1 to 4 pairs");
+  switch (t.pairs) {  // at least 1: every output has a tap
+    case 1: return pil_horizontal_neon_unrolled<1>(planes, stride, t, first, k8, c0, c1, dst);
+    case 2: return pil_horizontal_neon_unrolled<2>(planes, stride, t, first, k8, c0, c1, dst);
+    case 3: return pil_horizontal_neon_unrolled<3>(planes, stride, t, first, k8, c0, c1, dst);
+    default: return pil_horizontal_neon_unrolled<4>(planes, stride, t, first, k8, c0, c1, dst);
+  }
+}
+
+// acc = the high 4 lanes of a times lane Lane of c (smull2 by element on aarch64).
+template <int Lane>
+PF_TARGET_NEON inline int32x4_t mull_high_lane(int16x8_t a, int16x4_t c) {
+#if defined(__aarch64__)
+  return vmull_high_lane_s16(a, c, Lane);
+#else
+  return vmull_lane_s16(vget_high_s16(a), c, Lane);
+#endif
+}
+
+// One tap of the vertical pass on 16 values: the row's bytes widened to int16 and multiplied by
+// the tap's coefficient halves, lanes Hi and Hi + 1 of c (smlal by element), into four int32
+// vectors per half. The first tap starts the sums (smull), so they need no zeroing.
+template <bool First, int Hi>
+PF_TARGET_NEON inline void vertical_tap(const uint8_t* row, int16x4_t c, int32x4_t (&h)[4], int32x4_t (&l)[4]) {
+  const uint8x16_t b = vld1q_u8(row);
+  const int16x8_t a0 = vreinterpretq_s16_u16(vmovl_u8(vget_low_u8(b)));
+  const int16x8_t a1 = vreinterpretq_s16_u16(vmovl_u8(vget_high_u8(b)));
+  if constexpr (First) {
+    h[0] = vmull_lane_s16(vget_low_s16(a0), c, Hi);
+    h[1] = mull_high_lane<Hi>(a0, c);
+    h[2] = vmull_lane_s16(vget_low_s16(a1), c, Hi);
+    h[3] = mull_high_lane<Hi>(a1, c);
+    l[0] = vmull_lane_s16(vget_low_s16(a0), c, Hi + 1);
+    l[1] = mull_high_lane<Hi + 1>(a0, c);
+    l[2] = vmull_lane_s16(vget_low_s16(a1), c, Hi + 1);
+    l[3] = mull_high_lane<Hi + 1>(a1, c);
+  } else {
+    h[0] = vmlal_lane_s16(h[0], vget_low_s16(a0), c, Hi);
+    h[1] = mlal_high_lane<Hi>(h[1], a0, c);
+    h[2] = vmlal_lane_s16(h[2], vget_low_s16(a1), c, Hi);
+    h[3] = mlal_high_lane<Hi>(h[3], a1, c);
+    l[0] = vmlal_lane_s16(l[0], vget_low_s16(a0), c, Hi + 1);
+    l[1] = mlal_high_lane<Hi + 1>(l[1], a0, c);
+    l[2] = vmlal_lane_s16(l[2], vget_low_s16(a1), c, Hi + 1);
+    l[3] = mlal_high_lane<Hi + 1>(l[3], a1, c);
+  }
+}
+
+PF_TARGET_NEON inline void store_vertical16(uint8_t* out, const int32x4_t (&h)[4], const int32x4_t (&l)[4]) {
+  vst1q_u8(out, vcombine_u8(shift_narrow8(h[0], l[0], h[1], l[1]), shift_narrow8(h[2], l[2], h[3], l[3])));
+}
+
+// The vertical pass for a fixed tap count (sizeof...(I)): the row pointers and coefficient halves
+// stay in registers across the row, and the taps are unrolled (by-element lanes are immediates).
+// Returns the values done (multiples of 16).
+template <size_t... I>
+PF_TARGET_NEON size_t vertical_unrolled(const uint8_t* const* rows, const int16_t* halves, size_t n, uint8_t* out,
+                                        std::index_sequence<I...>) {
+  const uint8_t* const r[] = {rows[I]...};
+  int16x4_t c[(sizeof...(I) + 1) / 2];  // (hi, lo) of taps 2j and 2j + 1
+  for (size_t j = 0; j < (sizeof...(I) + 1) / 2; ++j) c[j] = vld1_s16(halves + 4 * j);
+  size_t x = 0;
+  for (; x + 16 <= n; x += 16) {
+    int32x4_t h[4], l[4];
+    (vertical_tap<I == 0, 2 * (I % 2)>(r[I] + x, c[I / 2], h, l), ...);
+    store_vertical16(out + x, h, l);
+  }
+  return x;
+}
+
+// 16 output values at a time. Tap counts up to 8 (every upscale and downscales below about 2.7x
+// with bicubic: camera frames into a VLM's processor) run unrolled, with their coefficients in
+// registers (5 taps: 11 instructions a tap instead of 15); longer windows loop over the taps,
+// each tap's halves one 8-byte load.
 PF_TARGET_NEON void pil_vertical_neon(const uint8_t* const* rows, const int32_t* k, int32_t count, size_t n,
                                       uint8_t* out) {
   int16_t halves[2 * 64 + 2];  // (hi, lo) per tap (count <= 64), and the last load's 2 spare lanes
@@ -611,24 +716,22 @@ PF_TARGET_NEON void pil_vertical_neon(const uint8_t* const* rows, const int32_t*
   }
   halves[2 * count] = halves[2 * count + 1] = 0;
   size_t x = 0;
-  for (; x + 16 <= n; x += 16) {
-    int32x4_t h[4], l[4];
-    for (int j = 0; j < 4; ++j) h[j] = l[j] = vdupq_n_s32(0);
-    for (int32_t i = 0; i < count; ++i) {
-      const uint8x16_t b = vld1q_u8(rows[i] + x);
-      const int16x4_t c = vld1_s16(halves + 2 * i);
-      const int16x8_t a0 = vreinterpretq_s16_u16(vmovl_u8(vget_low_u8(b)));
-      const int16x8_t a1 = vreinterpretq_s16_u16(vmovl_u8(vget_high_u8(b)));
-      h[0] = vmlal_lane_s16(h[0], vget_low_s16(a0), c, 0);
-      h[1] = mlal_high_lane<0>(h[1], a0, c);
-      h[2] = vmlal_lane_s16(h[2], vget_low_s16(a1), c, 0);
-      h[3] = mlal_high_lane<0>(h[3], a1, c);
-      l[0] = vmlal_lane_s16(l[0], vget_low_s16(a0), c, 1);
-      l[1] = mlal_high_lane<1>(l[1], a0, c);
-      l[2] = vmlal_lane_s16(l[2], vget_low_s16(a1), c, 1);
-      l[3] = mlal_high_lane<1>(l[3], a1, c);
-    }
-    vst1q_u8(out + x, vcombine_u8(shift_narrow8(h[0], l[0], h[1], l[1]), shift_narrow8(h[2], l[2], h[3], l[3])));
+  switch (count) {
+    case 1: x = vertical_unrolled(rows, halves, n, out, std::make_index_sequence<1>{}); break;
+    case 2: x = vertical_unrolled(rows, halves, n, out, std::make_index_sequence<2>{}); break;
+    case 3: x = vertical_unrolled(rows, halves, n, out, std::make_index_sequence<3>{}); break;
+    case 4: x = vertical_unrolled(rows, halves, n, out, std::make_index_sequence<4>{}); break;
+    case 5: x = vertical_unrolled(rows, halves, n, out, std::make_index_sequence<5>{}); break;
+    case 6: x = vertical_unrolled(rows, halves, n, out, std::make_index_sequence<6>{}); break;
+    case 7: x = vertical_unrolled(rows, halves, n, out, std::make_index_sequence<7>{}); break;
+    case 8: x = vertical_unrolled(rows, halves, n, out, std::make_index_sequence<8>{}); break;
+    default:
+      for (; x + 16 <= n; x += 16) {
+        int32x4_t h[4], l[4];
+        vertical_tap<true, 0>(rows[0] + x, vld1_s16(halves), h, l);
+        for (int32_t i = 1; i < count; ++i) vertical_tap<false, 0>(rows[i] + x, vld1_s16(halves + 2 * i), h, l);
+        store_vertical16(out + x, h, l);
+      }
   }
   pil_vertical_from(rows, k, count, x, n, out);
 }
@@ -856,7 +959,7 @@ void Resizer::run(const ImageView& image, size_t row_begin, size_t row_end, uint
       const int32_t* k = &v_.fixed[ry * v_.taps];
       if (vertical_ != nullptr) {
         const uint8_t* rows[64];
-        if (count <= 64) {
+        if (count >= 1 && count <= 64) {  // the kernels' range; every Pillow window has a tap
           for (int32_t i = 0; i < count; ++i) rows[i] = ring + ring_slot(first + static_cast<size_t>(i)) * values;
           vertical_(rows, k, count, values, d);
           continue;
