@@ -12,7 +12,7 @@
 #include <random>
 #include <string>
 
-#if defined(__arm__)
+#if defined(__arm__) || defined(__aarch64__)
 #include <asm/hwcap.h>
 #include <sys/auxv.h>
 #endif
@@ -74,7 +74,8 @@ class ImagesTest : public ::testing::Test {
 
 // The vector form of the frames loops this process should run, worked out here from the CPU and
 // PATCHFUSE_MAX_CPU_ISA (the ctest variants set it) rather than asked of the runtime: x86-64 has
-// AVX2 planes and gather and AVX2/AVX-512/VNNI resizes; ARM has NEON for all three ("" : none).
+// AVX2 planes and gather and AVX2/AVX-512/VNNI resizes; ARM has NEON for all three, and aarch64
+// an sdot resize ("" : none).
 struct ExpectedForms {
   std::string resize, planes_and_gather;
 };
@@ -94,12 +95,17 @@ ExpectedForms expected_forms() {
   const char* resize[] = {"", "avx2", "avx512", "avx512_vnni"};
   return {resize[level], level > 0 ? "avx2" : ""};
 #else
+  // aarch64 always has NEON, and ARMv8.2's dot product where AT_HWCAP says so (qemu's default CPU
+  // does, a Cortex-A53 does not); armhf has NEON where AT_HWCAP says so, and never uses sdot.
 #if defined(__aarch64__)
-  const bool neon = true;  // part of the architecture
+  int level = (getauxval(AT_HWCAP) & HWCAP_ASIMDDP) != 0 ? 2 : 1;
 #else
-  const bool neon = (getauxval(AT_HWCAP) & HWCAP_NEON) != 0;
+  int level = (getauxval(AT_HWCAP) & HWCAP_NEON) != 0 ? 1 : 0;
 #endif
-  return neon && cap != "baseline" ? ExpectedForms{"neon", "neon"} : ExpectedForms{"", ""};
+  if (cap == "baseline") level = 0;
+  if (cap == "neon") level = std::min(level, 1);
+  const char* resize[] = {"", "neon", "neon_dotprod"};
+  return {resize[level], level > 0 ? "neon" : ""};
 #endif
 }
 
@@ -109,7 +115,9 @@ TEST_F(ImagesTest, SessionNamesTheFrameKernelsItRuns) {
   const ExpectedForms want = expected_forms();
   const auto or_portable = [](const std::string& form) { return form.empty() ? std::string("portable") : form; };
 #if defined(__aarch64__)
-  if (std::getenv("PATCHFUSE_MAX_CPU_ISA") == nullptr) EXPECT_EQ(want.resize, "neon") << "aarch64 always has NEON";
+  if (std::getenv("PATCHFUSE_MAX_CPU_ISA") == nullptr) {
+    EXPECT_NE(want.resize, "") << "aarch64 always has NEON";
+  }
 #endif
   for (const pf_precision precision : {PF_PRECISION_F32, PF_PRECISION_INT8}) {
     auto s = testing::make_session(*model_, PF_BACKEND_REFERENCE, PF_PATH_FUSED, precision);

@@ -5,7 +5,7 @@
 #include <cstring>
 #include <utility>
 
-#if defined(__arm__)
+#if defined(__arm__) || defined(__aarch64__)
 #include <asm/hwcap.h>
 #include <sys/auxv.h>
 #endif
@@ -26,7 +26,7 @@ SimdLevel cpu_level() {
   }
   return cpu;
 #elif defined(__aarch64__)
-  return SimdLevel::kNeon;
+  return (getauxval(AT_HWCAP) & HWCAP_ASIMDDP) != 0 ? SimdLevel::kNeonDotprod : SimdLevel::kNeon;
 #else
   return (getauxval(AT_HWCAP) & HWCAP_NEON) != 0 ? SimdLevel::kNeon : SimdLevel::kBaseline;
 #endif
@@ -37,7 +37,7 @@ SimdLevel cpu_level() {
 constexpr std::pair<const char*, SimdLevel> kCaps[] = {
     {"baseline", SimdLevel::kBaseline}, {"avx2", SimdLevel::kAvx2}, {"avx512", SimdLevel::kAvx512}};
 #else
-constexpr std::pair<const char*, SimdLevel> kCaps[] = {{"baseline", SimdLevel::kBaseline}};
+constexpr std::pair<const char*, SimdLevel> kCaps[] = {{"baseline", SimdLevel::kBaseline}, {"neon", SimdLevel::kNeon}};
 #endif
 
 }  // namespace
@@ -63,6 +63,7 @@ const char* simd_level_name(SimdLevel level) {
     case SimdLevel::kAvx512Vnni: return "avx512_vnni";
 #else
     case SimdLevel::kNeon: return "neon";
+    case SimdLevel::kNeonDotprod: return "neon_dotprod";
 #endif
   }
   return "?";

@@ -2,7 +2,7 @@
 // check rather than target_clones: an ifunc resolver runs before ThreadSanitizer is set up and
 // crashed the TSan build.
 //
-// PATCHFUSE_MAX_CPU_ISA=baseline|avx2|avx512 (x86-64) or baseline (ARM) caps what these loops
+// PATCHFUSE_MAX_CPU_ISA=baseline|avx2|avx512 (x86-64) or baseline|neon (ARM) caps what these loops
 // use, read once per process, as ONEDNN_MAX_CPU_ISA caps oneDNN: the tests run every kernel a
 // bigger CPU has (tests/CMakeLists.txt); baseline is the portable C++.
 // Another value, or none, leaves them uncapped, as oneDNN does with a value it does not know.
@@ -16,12 +16,15 @@ enum class SimdLevel { kBaseline = 0, kAvx2 = 1, kAvx512 = 2, kAvx512Vnni = 3 };
 #elif defined(__aarch64__) || defined(__arm__)
 // kNeon: Advanced SIMD. Always there on aarch64; Debian's armhf baseline (ARMv7 with VFPv3-D16)
 // has none, so there it is what the CPU reports at run time (AT_HWCAP).
-enum class SimdLevel { kBaseline = 0, kNeon = 1 };
+// kNeonDotprod: and ARMv8.2's dot product (sdot), which the A55, A76 and later cores have;
+// aarch64 only (AT_HWCAP's ASIMDDP): armhf's kernels stay plain NEON.
+enum class SimdLevel { kBaseline = 0, kNeon = 1, kNeonDotprod = 2 };
 #endif
 
 // The level this process's kernels use: the CPU's, capped by PATCHFUSE_MAX_CPU_ISA (read once).
 SimdLevel simd_level();
-// "baseline", "avx2", "avx512", "avx512_vnni", "neon": how the session info names a kernel.
+// "baseline", "avx2", "avx512", "avx512_vnni", "neon", "neon_dotprod": how the session info names
+// a kernel.
 const char* simd_level_name(SimdLevel level);
 // The form this CPU runs of a loop written for AVX2 (x86-64) and NEON (ARM): "avx2", "neon" or
 // "portable" (the plane splits, the gather).
@@ -52,12 +55,15 @@ inline bool cpu_has_avx512_vnni() { return simd_level() >= SimdLevel::kAvx512Vnn
 #endif
 #elif defined(__aarch64__) || defined(__arm__)
 inline bool cpu_has_neon() { return simd_level() >= SimdLevel::kNeon; }
+inline bool cpu_has_neon_dotprod() { return simd_level() >= SimdLevel::kNeonDotprod; }
 // armhf compiles its NEON kernels for NEON alone (arm_neon.h allows it per function, as
 // immintrin.h does on x86); aarch64 needs nothing.
 #if defined(__arm__)
 #define PF_TARGET_NEON __attribute__((target("fpu=neon")))
 #else
 #define PF_TARGET_NEON
+// GCC's arm_neon.h gates vdotq_s32 on this architecture string ("+dotprod" alone is refused).
+#define PF_TARGET_NEON_DOTPROD __attribute__((target("arch=armv8.2-a+dotprod")))
 #endif
 #endif
 

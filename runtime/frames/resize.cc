@@ -253,7 +253,7 @@ PF_TARGET_AVX2 void pil_horizontal_avx2(const uint8_t* planes, size_t stride, co
   pil_horizontal_k8(planes, stride, first, k8, c, c1, dst + (c - c0) * 3);
 }
 
-// Rounds and shifts 8 sums given as 256 * hi + lo (see TapPairs). The clamp to 0..255 is the
+// Rounds and shifts 8 sums given as 256 * hi + lo (see TapTables). The clamp to 0..255 is the
 // saturating packs that follow (int32 -> uint16 -> uint8): exact, as a shifted sum is at most 64
 // taps * 255 * 2 (|k| < 2^23) < 2^15 in magnitude, so no value wraps on the way.
 PF_TARGET_AVX2 __m256i shift8x8(__m256i hi, __m256i lo) {
@@ -268,7 +268,7 @@ PF_TARGET_AVX2 __m256i shift8x8(__m256i hi, __m256i lo) {
 // low parts give exact int32 sums (|hi| < 2^15, 0 <= lo < 256). A shuffle, two madds and their
 // adds do what four 32-bit multiplies did. Blocks whose windows do not fit 16 bytes (scales above
 // ~2) fall back to pil_horizontal_avx2.
-PF_TARGET_AVX2 void pil_horizontal_pairs_avx2(const uint8_t* planes, size_t stride, const TapPairs& t,
+PF_TARGET_AVX2 void pil_horizontal_pairs_avx2(const uint8_t* planes, size_t stride, const TapTables& t,
                                               const int32_t* first, const int32_t* k8, size_t c0, size_t c1,
                                               uint8_t* dst) {
   const __m256i interleave = _mm256_broadcastsi128_si256(_mm_setr_epi8(0, 4, 8, 1, 5, 9, 2, 6, 10, 3, 7, 11, -1, -1, -1, -1));
@@ -315,7 +315,7 @@ PF_TARGET_AVX2 void pil_horizontal_pairs_avx2(const uint8_t* planes, size_t stri
 }
 
 // The vertical kernels' pairs of taps: each pair's two rows (an odd count's last pair repeats its
-// row with k = 0) and its coefficients' halves (see TapPairs) as the int16 pair (k0, k1) one
+// row with k = 0) and its coefficients' halves (see TapTables) as the int16 pair (k0, k1) one
 // madd multiplies the two rows' interleaved pixels with.
 struct RowPairs {
   static constexpr int32_t kMax = 32;  // the kernels take up to 64 taps
@@ -333,7 +333,7 @@ struct RowPairs {
 };
 
 // 16 output values at a time, two rows (taps) at a time: the rows' bytes widened to int16 and
-// interleaved, so one madd per coefficient half (see TapPairs) adds both rows' products exactly.
+// interleaved, so one madd per coefficient half (see TapTables) adds both rows' products exactly.
 PF_TARGET_AVX2 void pil_vertical_avx2(const uint8_t* const* rows, const int32_t* k, int32_t count, size_t n,
                                       uint8_t* out) {
   const RowPairs rp(rows, k, count);
@@ -392,9 +392,9 @@ struct MaddAdd<true> {
   }
 };
 
-// pil_horizontal_pairs_avx2 with four lanes of 4 outputs: 16 outputs a block (TapPairs.block 16).
+// pil_horizontal_pairs_avx2 with four lanes of 4 outputs: 16 outputs a block (TapTables.block 16).
 template <bool Vnni>
-PF_TARGET_AVX512 void horizontal_pairs_avx512(const uint8_t* planes, size_t stride, const TapPairs& t,
+PF_TARGET_AVX512 void horizontal_pairs_avx512(const uint8_t* planes, size_t stride, const TapTables& t,
                                               const int32_t* first, const int32_t* k8, size_t c0, size_t c1,
                                               uint8_t* dst) {
   const __m512i interleave =
@@ -471,12 +471,12 @@ PF_TARGET_AVX512 void vertical_avx512(const uint8_t* const* rows, const int32_t*
 }
 
 PF_TARGET_AVX512 __attribute__((flatten)) void pil_horizontal_pairs_avx512(
-    const uint8_t* planes, size_t stride, const TapPairs& t, const int32_t* first, const int32_t* k8, size_t c0,
+    const uint8_t* planes, size_t stride, const TapTables& t, const int32_t* first, const int32_t* k8, size_t c0,
     size_t c1, uint8_t* dst) {
   horizontal_pairs_avx512<false>(planes, stride, t, first, k8, c0, c1, dst);
 }
 PF_TARGET_AVX512_VNNI __attribute__((flatten)) void pil_horizontal_pairs_avx512_vnni(
-    const uint8_t* planes, size_t stride, const TapPairs& t, const int32_t* first, const int32_t* k8, size_t c0,
+    const uint8_t* planes, size_t stride, const TapTables& t, const int32_t* first, const int32_t* k8, size_t c0,
     size_t c1, uint8_t* dst) {
   horizontal_pairs_avx512<true>(planes, stride, t, first, k8, c0, c1, dst);
 }
@@ -490,7 +490,7 @@ PF_TARGET_AVX512_VNNI __attribute__((flatten)) void pil_vertical_avx512_vnni(
 }
 PF_AVX512_INTRINSICS_END
 #elif defined(__aarch64__) || defined(__arm__)
-// The pil passes with NEON: the same int16 halves of the coefficients (TapPairs), multiplied by
+// The pil passes with NEON: the same int16 halves of the coefficients (TapTables), multiplied by
 // int16 pixels with widening multiply-adds (smlal) into int32, so the sums are the x86 kernels'.
 
 // tbl over a 16-byte window (indices of 16 and more read 0, as pshufb's 0x80 does); armhf's vtbl
@@ -592,16 +592,15 @@ PF_TARGET_NEON inline void horizontal_pairs_unrolled(const uint8x16_t (&w)[3], c
   (horizontal_pair<I == 0>(w, idx + 32 * I, kh + 16 * I, kl + 16 * I, h, l), ...);
 }
 
-// pil_horizontal_pairs_avx2's blocks of 8 outputs (two lanes of 4) on the same tables, one lane at
-// a time with its three channels together, so each pair's shuffle and halves are loaded once for
-// R, G and B: 12 accumulators, which armhf's 16 registers spill a little (priced 3% more there than
-// a channel at a time, against 24% less on the A55; a channel and a lane at a time was 32% more on
-// armhf: scripts/arm-cost.sh). Each output's two products are summed once at the end; st3
-// interleaves the 8 outputs' R, G, B. Pairs: the table's pair count, unrolled.
-template <size_t Pairs>
-PF_TARGET_NEON void pil_horizontal_neon_unrolled(const uint8_t* planes, size_t stride, const TapPairs& t,
-                                                 const int32_t* first, const int32_t* k8, size_t c0, size_t c1,
-                                                 uint8_t* dst) {
+// The NEON horizontal kernels' blocks of 8 outputs (TapTables.block 8), a lane of 4 at a time
+// with its three channels together, so each tap group's lookup and coefficients are loaded once
+// for R, G and B: Lane::sums gives the lane's 4 shifted sums per channel from the channels' 16
+// source bytes, and st3 interleaves the block's R, G, B. Blocks that do not fit and the tail run
+// the scalar loop.
+template <class Lane>
+PF_TARGET_NEON inline void horizontal_blocks_neon(const uint8_t* planes, size_t stride, const TapTables& t,
+                                                  const int32_t* first, const int32_t* k8, size_t c0, size_t c1,
+                                                  uint8_t* dst) {
   const size_t blocks = (c1 - c0) / 8;
   for (size_t b = 0; b < blocks; ++b) {
     const size_t x = c0 + 8 * b;
@@ -610,37 +609,98 @@ PF_TARGET_NEON void pil_horizontal_neon_unrolled(const uint8_t* planes, size_t s
       pil_horizontal_k8(planes, stride, first, k8, x, x + 8, d);
       continue;
     }
-    int32x4_t sums[3][2];  // per channel, outputs 0-3 and 4-7
+    int32x4_t sums[2][3];  // per lane (outputs 0-3, 4-7) and channel
     for (size_t lane = 0; lane < 2; ++lane) {
-      const uint8_t* idx = &t.index[b * t.pairs * 32 + 16 * lane];
-      const int16_t* kh = &t.hi[b * t.pairs * 16 + 8 * lane];
-      const int16_t* kl = &t.lo[b * t.pairs * 16 + 8 * lane];
       uint8x16_t w[3];
       for (size_t ch = 0; ch < 3; ++ch) w[ch] = vld1q_u8(planes + ch * stride + first[x + 4 * lane]);
-      int32x4_t h[3][2], l[3][2];  // per channel: outputs 0-1 and 2-3 of the lane
-      horizontal_pairs_unrolled(w, idx, kh, kl, h, l, std::make_index_sequence<Pairs>{});
-      for (size_t ch = 0; ch < 3; ++ch) {
-        sums[ch][lane] = shift_halves(add_pairs(h[ch][0], h[ch][1]), add_pairs(l[ch][0], l[ch][1]));
-      }
+      Lane::sums(t, b, lane, w, sums[lane]);
     }
     uint8x8x3_t rgb;
-    for (size_t ch = 0; ch < 3; ++ch) rgb.val[ch] = narrow8(sums[ch][0], sums[ch][1]);
+    for (size_t ch = 0; ch < 3; ++ch) rgb.val[ch] = narrow8(sums[0][ch], sums[1][ch]);
     vst3_u8(d, rgb);
   }
   pil_horizontal_k8(planes, stride, first, k8, c0 + 8 * blocks, c1, dst + 8 * blocks * 3);
 }
 
-PF_TARGET_NEON void pil_horizontal_pairs_neon(const uint8_t* planes, size_t stride, const TapPairs& t,
+// A lane of pil_horizontal_pairs_avx2's tables: per tap pair a tbl and four smlal a channel, each
+// output's two products summed once at the end. 12 accumulators, which armhf's 16 registers spill
+// a little (priced 3% more there than a channel at a time, against 24% less on the A55; a channel
+// and a lane at a time was 32% more on armhf: scripts/arm-cost.sh). Pairs: the table's pair
+// count, unrolled.
+template <size_t Pairs>
+struct PairsLane {
+  PF_TARGET_NEON static void sums(const TapTables& t, size_t b, size_t lane, const uint8x16_t (&w)[3],
+                                  int32x4_t (&out)[3]) {
+    const uint8_t* idx = &t.index[b * t.pairs * 32 + 16 * lane];
+    const int16_t* kh = &t.hi[b * t.pairs * 16 + 8 * lane];
+    const int16_t* kl = &t.lo[b * t.pairs * 16 + 8 * lane];
+    int32x4_t h[3][2], l[3][2];  // per channel: outputs 0-1 and 2-3 of the lane
+    horizontal_pairs_unrolled(w, idx, kh, kl, h, l, std::make_index_sequence<Pairs>{});
+    for (size_t ch = 0; ch < 3; ++ch) out[ch] = shift_halves(add_pairs(h[ch][0], h[ch][1]), add_pairs(l[ch][0], l[ch][1]));
+  }
+};
+
+PF_TARGET_NEON void pil_horizontal_pairs_neon(const uint8_t* planes, size_t stride, const TapTables& t,
                                               const int32_t* first, const int32_t* k8, size_t c0, size_t c1,
                                               uint8_t* dst) {
   static_assert(kLanes == 8, "tables exist for at most 8 taps: 1 to 4 pairs");
   switch (t.pairs) {  // at least 1: every output has a tap
-    case 1: return pil_horizontal_neon_unrolled<1>(planes, stride, t, first, k8, c0, c1, dst);
-    case 2: return pil_horizontal_neon_unrolled<2>(planes, stride, t, first, k8, c0, c1, dst);
-    case 3: return pil_horizontal_neon_unrolled<3>(planes, stride, t, first, k8, c0, c1, dst);
-    default: return pil_horizontal_neon_unrolled<4>(planes, stride, t, first, k8, c0, c1, dst);
+    case 1: return horizontal_blocks_neon<PairsLane<1>>(planes, stride, t, first, k8, c0, c1, dst);
+    case 2: return horizontal_blocks_neon<PairsLane<2>>(planes, stride, t, first, k8, c0, c1, dst);
+    case 3: return horizontal_blocks_neon<PairsLane<3>>(planes, stride, t, first, k8, c0, c1, dst);
+    default: return horizontal_blocks_neon<PairsLane<4>>(planes, stride, t, first, k8, c0, c1, dst);
   }
 }
+
+#if defined(__aarch64__)
+// Three sums of digit products, S0 + 256 * S1 + 65536 * S2 (TapTables' quads), rounded and shifted
+// as Pillow does, (sum + 2^21) >> 22, without forming the sum: A = S1 + floor(S0 / 256) and
+// B = S2 + floor(A / 256) leave sum = 65536 * B + r with 0 <= r < 65536, so the result is
+// floor((B + 32) / 64), srshr. Every step is exact in int32 (|S0| < 2^30: the bias).
+PF_TARGET_NEON inline int32x4_t shift_digits(int32x4_t s0, int32x4_t s1, int32x4_t s2) {
+  return vrshrq_n_s32(vsraq_n_s32(s2, vsraq_n_s32(s1, s0, 8), 8), kPrecisionBits - 16);
+}
+
+// A lane of the quads with ARMv8.2's sdot: per group of 4 taps one tbl places each output's 4
+// pixels (less 128: eor) in its int32 lane, and three sdot multiply them by the coefficients'
+// three signed bytes: a channel's 4 taps of 4 outputs take a tbl and three sdot where pairs took
+// two tbl and eight smlal. The first digit's sums start from the bias, which adds the 128s back.
+// Groups: the table's group count (1 or 2), unrolled.
+template <size_t Groups>
+struct DotLane {
+  PF_TARGET_NEON_DOTPROD static void sums(const TapTables& t, size_t b, size_t lane, const uint8x16_t (&window)[3],
+                                          int32x4_t (&out)[3]) {
+    int8x16_t w[3];
+    for (size_t ch = 0; ch < 3; ++ch) w[ch] = vreinterpretq_s8_u8(veorq_u8(window[ch], vdupq_n_u8(0x80)));
+    const int32x4_t bias = vld1q_s32(&t.bias[8 * b + 4 * lane]);
+    int32x4_t s[3][3];  // per channel, per digit
+    for (size_t ch = 0; ch < 3; ++ch) {
+      s[ch][0] = bias;
+      s[ch][1] = s[ch][2] = vdupq_n_s32(0);
+    }
+    for (size_t g = 0; g < Groups; ++g) {
+      const size_t group = b * Groups + g;
+      const uint8x16_t index = vld1q_u8(&t.quad_index[32 * group + 16 * lane]);
+      int8x16_t digit[3];
+      for (size_t i = 0; i < 3; ++i) digit[i] = vld1q_s8(&t.digits[32 * (3 * group + i) + 16 * lane]);
+      for (size_t ch = 0; ch < 3; ++ch) {
+        const int8x16_t px = vqtbl1q_s8(w[ch], index);
+        for (size_t i = 0; i < 3; ++i) s[ch][i] = vdotq_s32(s[ch][i], px, digit[i]);
+      }
+    }
+    for (size_t ch = 0; ch < 3; ++ch) out[ch] = shift_digits(s[ch][0], s[ch][1], s[ch][2]);
+  }
+};
+
+// flatten: the blocks and their lanes are inlined here, so all of it is compiled with dotprod.
+PF_TARGET_NEON_DOTPROD __attribute__((flatten)) void pil_horizontal_dot_neon(
+    const uint8_t* planes, size_t stride, const TapTables& t, const int32_t* first, const int32_t* k8, size_t c0,
+    size_t c1, uint8_t* dst) {
+  static_assert(kLanes == 8, "tables exist for at most 8 taps: 1 or 2 groups");
+  if (t.groups == 1) return horizontal_blocks_neon<DotLane<1>>(planes, stride, t, first, k8, c0, c1, dst);
+  horizontal_blocks_neon<DotLane<2>>(planes, stride, t, first, k8, c0, c1, dst);
+}
+#endif
 
 // acc = the high 4 lanes of a times lane Lane of c (smull2 by element on aarch64).
 template <int Lane>
@@ -740,6 +800,67 @@ uint8_t round8(float v) { return static_cast<uint8_t>(std::nearbyint(std::clamp(
 
 size_t align16(size_t n) { return (n + 15) / 16 * 16; }
 
+// The horizontal kernels' tables (TapTables) for columns [c0, c1) of axis h, `block` outputs a
+// block (8 for the AVX2 and NEON kernels, 16 for the AVX-512 one) in lanes of 4, as pairs or, for
+// the dot-product kernel, quads. Output j's taps go to bytes 4j.. of its lane: pairs put the two
+// pixels of a pair at 4j and 4j + 2 as int16 (zeros between), quads a group's four pixels at
+// 4j..4j + 3. A tap past an output's last reads a zero or any pixel with coefficient 0. Pairs and
+// groups cover the most taps an output has, not the table width: that is one less (2 *
+// ceil(support) + 1 rounds the window up), a pair fewer for the bicubic scales camera frames see.
+// A block is not ok (the kernels run it with the 8-tap scalar loop) where a lane's windows do not
+// fit its 16 source bytes (scales above ~2), or a coefficient its quad digits (|k| < 2^23 fits
+// pairs; quads need -128 <= d2 <= 127 and |128 * sum| < 2^31, which normalized filters meet).
+void build_tap_tables(const AxisFilter& h, size_t c0, size_t c1, size_t block, bool quads, TapTables& t) {
+  const auto taps = static_cast<size_t>(*std::max_element(h.count.begin(), h.count.end()));
+  const size_t blocks = (c1 - c0) / block, lanes = block / 4;
+  t.block = block;
+  t.ok.assign(blocks, 1);
+  if (quads) {
+    t.groups = (taps + 3) / 4;
+    t.quad_index.assign(blocks * t.groups * 16 * lanes, 0x80);
+    t.digits.assign(blocks * t.groups * 3 * 16 * lanes, 0);
+    t.bias.assign(blocks * block, 0);
+  } else {
+    t.pairs = (taps + 1) / 2;
+    t.index.assign(blocks * t.pairs * 16 * lanes, 0x80);
+    t.hi.assign(blocks * t.pairs * 8 * lanes, 0);
+    t.lo.assign(blocks * t.pairs * 8 * lanes, 0);
+  }
+  for (size_t b = 0; b < blocks; ++b) {
+    const size_t x = c0 + block * b;
+    for (size_t j = 0; j < block && t.ok[b]; ++j) {
+      const int32_t offset = h.first[x + j] - h.first[x + j / 4 * 4];
+      if (offset + static_cast<int32_t>(taps) > 16) t.ok[b] = 0;
+      int64_t sum = 0;
+      for (size_t i = 0; i < taps && t.ok[b]; ++i) {
+        const int32_t k = h.fixed[(x + j) * h.taps + i];
+        const auto at = static_cast<uint8_t>(offset + static_cast<int32_t>(i));
+        sum += k;
+        if (!quads) {
+          const size_t pair = b * t.pairs + i / 2;
+          t.index[pair * 16 * lanes + 4 * j + 2 * (i % 2)] = at;
+          t.hi[pair * 8 * lanes + 2 * j + i % 2] = static_cast<int16_t>(k >> 8);
+          t.lo[pair * 8 * lanes + 2 * j + i % 2] = static_cast<int16_t>(k & 255);
+          continue;
+        }
+        const size_t group = b * t.groups + i / 4;
+        t.quad_index[group * 16 * lanes + 4 * j + i % 4] = at;
+        int32_t rest = k;
+        for (size_t digit = 0; digit < 3; ++digit) {
+          const int32_t d = digit < 2 ? ((rest + 128) & 255) - 128 : rest;  // -128..127, the last one checked
+          if (d < -128 || d > 127) t.ok[b] = 0;
+          t.digits[(3 * group + digit) * 16 * lanes + 4 * j + i % 4] = static_cast<int8_t>(d);
+          rest = (rest - d) / 256;
+        }
+      }
+      if (quads && t.ok[b]) {
+        if (128 * std::abs(sum) >= (int64_t{1} << 31)) t.ok[b] = 0;
+        t.bias[block * b + j] = static_cast<int32_t>(128 * sum);
+      }
+    }
+  }
+}
+
 // Pillow's filters have vector kernels where the CPU has a SIMD level; nearest and torch's do not.
 bool has_vector_kernel(ResizeSemantics semantics, Resample filter) {
   return semantics == ResizeSemantics::kPil && filter != Resample::kNearest && simd_level() > SimdLevel::kBaseline;
@@ -785,13 +906,14 @@ Result<Resizer> Resizer::create(const ResizeSpec& s) {
   const auto keep = [](int64_t v, size_t size) { return static_cast<size_t>(std::clamp<int64_t>(v, 0, static_cast<int64_t>(size))); };
   r.col_begin_ = keep(s.left, s.resized_w);
   r.col_end_ = keep(s.left + static_cast<int64_t>(s.out_w), s.resized_w);
-  // The kernels split coefficients into int16 halves (TapPairs): |k| < 2^23, i.e. below 2.0, which
+  // The kernels split coefficients into int16 halves (TapTables): |k| < 2^23, i.e. below 2.0, which
   // Pillow's normalized filters never reach; the check keeps the scalar pass for any that would.
   const auto halves_fit = [](const AxisFilter& a) {
     return std::all_of(a.fixed.begin(), a.fixed.end(), [](int32_t k) { return k >= -(1 << 23) && k < (1 << 23); });
   };
   const bool simd = has_vector_kernel(s.semantics, s.filter) && halves_fit(r.h_) && halves_fit(r.v_);
-  size_t block = 8;  // TapPairs.block
+  size_t block = 8;     // TapTables.block
+  bool quads = false;   // TapTables' form: the dot-product kernel's quads, or pairs
   if (simd) {
     r.kernel_ = resize_kernel(s.semantics, s.filter);
 #if defined(__x86_64__)
@@ -801,6 +923,10 @@ Result<Resizer> Resizer::create(const ResizeSpec& s) {
     block = avx512 ? 16 : 8;
 #else
     r.horizontal_ = pil_horizontal_pairs_neon;
+#if defined(__aarch64__)
+    quads = cpu_has_neon_dotprod();
+    if (quads) r.horizontal_ = pil_horizontal_dot_neon;
+#endif
     r.vertical_ = pil_vertical_neon;
 #endif
   }
@@ -809,35 +935,7 @@ Result<Resizer> Resizer::create(const ResizeSpec& s) {
     for (size_t c = 0; c < s.resized_w; ++c) {
       std::copy_n(&r.h_.fixed[c * r.h_.taps], r.h_.count[c], &r.h8_[c * kLanes]);
     }
-    // The tap-pair tables for the kept columns, t.block outputs a block (8 for the AVX2 and NEON
-    // kernels, 16 for the AVX-512 one) in lanes of 4: per pair of taps a byte shuffle per lane (output j's two
-    // pixels at bytes 4j and 4j + 2 of its lane, zeros elsewhere) and the halves of the
-    // coefficients. A tap past the last (odd tap counts) reads a zero with coefficient 0. Pairs
-    // cover the most taps an output has, not the table width: that is one less (2 * ceil(support)
-    // + 1 rounds the window up), a pair fewer for the bicubic scales camera frames see.
-    TapPairs& t = r.tap_pairs_;
-    const auto taps = static_cast<size_t>(*std::max_element(r.h_.count.begin(), r.h_.count.end()));
-    t.block = block;
-    t.pairs = (taps + 1) / 2;
-    const size_t blocks = (r.col_end_ - r.col_begin_) / t.block, lanes = t.block / 4;
-    t.ok.assign(blocks, 1);
-    t.index.assign(blocks * t.pairs * 16 * lanes, 0x80);
-    t.hi.assign(blocks * t.pairs * 8 * lanes, 0);
-    t.lo.assign(blocks * t.pairs * 8 * lanes, 0);
-    for (size_t b = 0; b < blocks; ++b) {
-      const size_t x = r.col_begin_ + t.block * b;
-      for (size_t j = 0; j < t.block; ++j) {
-        const int32_t offset = r.h_.first[x + j] - r.h_.first[x + j / 4 * 4];
-        if (offset + static_cast<int32_t>(taps) > 16) t.ok[b] = 0;
-        for (size_t i = 0; i < taps && t.ok[b]; ++i) {
-          const size_t pair = b * t.pairs + i / 2;
-          const int32_t k = r.h_.fixed[(x + j) * r.h_.taps + i];
-          t.index[pair * 16 * lanes + 4 * j + 2 * (i % 2)] = static_cast<uint8_t>(offset + static_cast<int32_t>(i));
-          t.hi[pair * 8 * lanes + 2 * j + i % 2] = static_cast<int16_t>(k >> 8);
-          t.lo[pair * 8 * lanes + 2 * j + i % 2] = static_cast<int16_t>(k & 255);
-        }
-      }
-    }
+    build_tap_tables(r.h_, r.col_begin_, r.col_end_, block, quads, r.tap_tables_);
   }
   return r;
 }
@@ -869,7 +967,7 @@ void Resizer::run(const ImageView& image, size_t row_begin, size_t row_end, uint
   const auto h_row_u8 = [&](size_t j, uint8_t* dst) {
     if (!h8_.empty()) {  // need_h_: the planes straight from the source row
       planes_row(image, j, rgb_scratch, planes, plane_stride());
-      horizontal_(planes, plane_stride(), tap_pairs_, h_.first.data(), h8_.data(), c0, c1, dst);
+      horizontal_(planes, plane_stride(), tap_tables_, h_.first.data(), h8_.data(), c0, c1, dst);
       return;
     }
     const uint8_t* src = rgb_row(image, j, rgb_scratch);

@@ -29,8 +29,8 @@ const char* resize_semantics_name(ResizeSemantics s);  // "pil", "torch"
 bool torch_has_filter(Resample r);
 
 // The form a resize of these semantics and filter runs with on this CPU: the pil passes' vector
-// kernels ("avx2", "avx512", "avx512_vnni", "neon"), or "portable" (torch semantics, NEAREST, a
-// capped or older CPU).
+// kernels ("avx2", "avx512", "avx512_vnni", "neon", "neon_dotprod"), or "portable" (torch
+// semantics, NEAREST, a capped or older CPU).
 const char* resize_kernel(ResizeSemantics semantics, Resample filter);
 
 // A frame's way to the processor's pixels: resize the source (src_h x src_w) to resized_h x
@@ -54,17 +54,25 @@ struct AxisFilter {
   std::vector<float> weights;      // kTorch: taps * outputs
 };
 
-// The tables of resize.cc's AVX2, AVX-512 and NEON horizontal kernels (empty for the scalar
-// pass), per block of outputs and per pair of taps: the byte shuffle (pshufb, tbl) that places
-// each output's two pixels as int16,
-// and the pair's coefficients split as k = 256 * hi + lo (hi signed, lo 0..255) so int16
-// multiply-adds are exact.
-struct TapPairs {
-  size_t block = 8;              // outputs a block: 8 (AVX2, NEON) or 16 (AVX-512), in lanes of 4
-  size_t pairs = 0;
+// The tables of resize.cc's horizontal kernels (empty for the scalar pass), per block of outputs
+// in lanes of 4, in one of two forms:
+//  - pairs (AVX2, AVX-512, NEON): per pair of taps the byte shuffle (pshufb, tbl) that places each
+//    output's two pixels as int16, and the pair's coefficients split as k = 256 * hi + lo (hi
+//    signed, lo 0..255) so int16 multiply-adds are exact;
+//  - quads (NEON with ARMv8.2's dot product): per group of 4 taps the tbl indices that place each
+//    output's 4 pixels in its int32 lane, and the coefficients as three signed bytes,
+//    k = d0 + 256 * d1 + 65536 * d2, which sdot multiplies by the pixels less 128; per output,
+//    128 * (its coefficients' sum) puts the 128 back.
+struct TapTables {
+  size_t block = 8;              // outputs a block: 8 (AVX2, NEON) or 16 (AVX-512)
   std::vector<uint8_t> ok;       // per block: its windows fit the kernel
+  size_t pairs = 0;
   std::vector<uint8_t> index;    // per block and pair: 4 shuffle bytes an output
   std::vector<int16_t> hi, lo;   // per block and pair: 2 coefficient halves an output (its 2 taps)
+  size_t groups = 0;
+  std::vector<uint8_t> quad_index;  // per block and group: 4 tbl indices an output
+  std::vector<int8_t> digits;       // per block, group and digit (d0, d1, d2): 4 bytes an output
+  std::vector<int32_t> bias;        // per output of a block: 128 * its coefficients' sum
 };
 
 class Resizer {
@@ -88,15 +96,15 @@ class Resizer {
   AxisFilter h_, v_;
   size_t col_begin_ = 0, col_end_ = 0;  // the resized columns the crop keeps
   // The pil passes' vector kernels for this CPU (resize.cc: AVX2, AVX-512, AVX-512 with VNNI,
-  // NEON), chosen at create; null: the scalar passes.
-  using HorizontalKernel = void (*)(const uint8_t* planes, size_t stride, const TapPairs& t, const int32_t* first,
+  // NEON, NEON with dot products), chosen at create; null: the scalar passes.
+  using HorizontalKernel = void (*)(const uint8_t* planes, size_t stride, const TapTables& t, const int32_t* first,
                                     const int32_t* k8, size_t c0, size_t c1, uint8_t* dst);
   using VerticalKernel = void (*)(const uint8_t* const* rows, const int32_t* k, int32_t count, size_t n, uint8_t* out);
   const char* kernel_ = "portable";
   HorizontalKernel horizontal_ = nullptr;
   VerticalKernel vertical_ = nullptr;
   std::vector<int32_t> h8_;   // the horizontal kernels' coefficients, 8 per output; empty: the scalar pass
-  TapPairs tap_pairs_;
+  TapTables tap_tables_;
   size_t plane_stride() const { return spec_.src_w + 16; }  // a source plane and its over-read slack
 };
 
