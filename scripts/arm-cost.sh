@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # The camera path's own loops on ARM cores, estimated since no board is at hand: each case runs
-# patchfuse-run once under qemu-user with its NEON kernels and once capped to the portable loops
-# (PATCHFUSE_MAX_CPU_ISA=baseline), logging every block qemu executes; scripts/arm_cost.py counts
+# patchfuse-run under qemu-user once per form of its kernels (aarch64: NEON with the dot product,
+# as qemu's default CPU and the A55 and A76 have it, NEON capped to ARMv8.0's, portable; armhf:
+# NEON, portable; PATCHFUSE_MAX_CPU_ISA caps them), logging every block qemu executes; scripts/arm_cost.py counts
 # the executions of the blocks in the frames path's functions (conversion to planes, resize,
-# gather) and prices each block with llvm-mca on each core model. Prints a Markdown table (cycles
-# and ms at 2 GHz per stage, and the portable/NEON ratio) and writes out/arm-cost/<arch>.json.
+# gather) and prices each block with llvm-mca on each core model. Prints a Markdown table (ms at
+# 2 GHz per stage and form, and portable/form ratios) and writes out/arm-cost/<arch>.json.
 #   scripts/arm-cost.sh [aarch64|armhf]...   (default both; needs scripts/test.sh arm's builds;
 #                                            installs llvm-mca: scripts/install-deps.sh cost)
 # Cases: 1080p NV12 -> 1092x1932 and 720p RGB -> 728x1288 into the quick start's Qwen2-VL-shaped
@@ -34,8 +35,10 @@ cases=("1080p NV12 -> 1092x1932|--yuv $work/1080p.nv12 --format nv12 --size 1920
 
 for arch in "${arches[@]}"; do
   case $arch in
-    aarch64) triple=aarch64-linux-gnu qemu=qemu-aarch64 mca=aarch64-linux-gnu cpus=cortex-a55,cortex-a76 ;;
-    armhf) triple=arm-linux-gnueabihf qemu=qemu-arm mca=thumbv7a-linux-gnueabihf cpus=cortex-a57 ;;
+    aarch64) triple=aarch64-linux-gnu qemu=qemu-aarch64 mca=aarch64-linux-gnu cpus=cortex-a55,cortex-a76
+             forms=(neon_dotprod neon portable) ;;
+    armhf) triple=arm-linux-gnueabihf qemu=qemu-arm mca=thumbv7a-linux-gnueabihf cpus=cortex-a57
+           forms=(neon portable) ;;
     *) echo "usage: scripts/arm-cost.sh [aarch64|armhf]..." >&2; exit 2 ;;
   esac
   dir=build-$arch sysroot=build-$arch/sysroot
@@ -45,9 +48,13 @@ for arch in "${arches[@]}"; do
   first=1
   for c in "${cases[@]}"; do
     IFS='|' read -r label args <<< "$c"
-    for cap in neon baseline; do
+    for form in "${forms[@]}"; do
       env=(-E LD_DEBUG=files)
-      [[ $cap == baseline ]] && env+=(-E PATCHFUSE_MAX_CPU_ISA=baseline)
+      case $form in
+        neon_dotprod) ;;
+        neon) [[ $arch == armhf ]] || env+=(-E PATCHFUSE_MAX_CPU_ISA=neon) ;;
+        portable) env+=(-E PATCHFUSE_MAX_CPU_ISA=baseline) ;;
+      esac
       rm -f "$work/log"
       mkfifo "$work/log"
       # The log streams through a FIFO: a portable 1080p run writes gigabytes.
@@ -59,11 +66,11 @@ for arch in "${arches[@]}"; do
           "$dir/tools/patchfuse-run" "$work/m.pfb" $args --backend xnnpack --precision f32 --output "$work/o.npy" \
           > "$work/run.txt" 2> "$work/ld.txt"
       wait $reader
-      grep -q "frame kernels: resize $([[ $cap == neon ]] && echo neon || echo portable)" "$work/run.txt" ||
-          { echo "arm-cost: $arch $cap: the session did not run the expected kernels:" >&2; cat "$work/run.txt" >&2; exit 1; }
+      grep -q "frame kernels: resize $form[ ,]" "$work/run.txt" ||
+          { echo "arm-cost: $arch $form: the session did not run the expected kernels:" >&2; cat "$work/run.txt" >&2; exit 1; }
       [[ $first == 1 ]] || echo "," >> "$out/$arch.json"
       first=0
-      printf '"%s %s": ' "$label" "$cap" >> "$out/$arch.json"
+      printf '"%s|%s": ' "$label" "$form" >> "$out/$arch.json"
       cat "$work/cost.json" >> "$out/$arch.json"
     done
   done
@@ -72,18 +79,19 @@ for arch in "${arches[@]}"; do
 import json, sys
 runs = json.load(open(sys.argv[1]))
 stages = ("conversion", "resize", "gather")
-print(f"\n{sys.argv[2]}: estimated cycles of the frames path's own loops (ms at 2 GHz)\n")
-print("| case | core | " + " | ".join(f"{s} portable / NEON" for s in stages) + " | total portable / NEON | ratio |")
+cases = list(dict.fromkeys(key.split("|")[0] for key in runs))
+forms = list(dict.fromkeys(key.split("|")[1] for key in runs))[::-1]  # portable first
+names = " / ".join(forms)
+print(f"\n{sys.argv[2]}: estimated ms at 2 GHz of the frames path's own loops, {names}\n")
+print("| case | core | " + " | ".join(stages) + " | total | portable / each |")
 print("|---|---|" + "---|" * (len(stages) + 2))
-for key in runs:
-    if not key.endswith(" neon"):
-        continue
-    case = key[: -len(" neon")]
-    neon, portable = runs[key]["cycles"], runs[case + " baseline"]["cycles"]
-    for cpu in neon:
-        ms = lambda c: c / 2e6
-        cells = [f"{ms(portable[cpu][s]):.1f} / {ms(neon[cpu][s]):.1f}" for s in stages]
-        tp, tn = sum(portable[cpu].values()), sum(neon[cpu].values())
-        print(f"| {case} | {cpu} | " + " | ".join(cells) + f" | {ms(tp):.1f} / {ms(tn):.1f} | {tp / tn:.1f}x |")
+for case in cases:
+    cycles = [runs[f"{case}|{form}"]["cycles"] for form in forms]
+    for cpu in cycles[0]:
+        cells = [" / ".join(f"{c[cpu][s] / 2e6:.1f}" for c in cycles) for s in stages]
+        totals = [sum(c[cpu].values()) for c in cycles]
+        ratios = " / ".join(f"{totals[0] / t:.1f}x" for t in totals[1:])
+        print(f"| {case} | {cpu} | " + " | ".join(cells) + " | " + " / ".join(f"{t / 2e6:.1f}" for t in totals)
+              + f" | {ratios} |")
 EOF
 done

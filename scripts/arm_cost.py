@@ -22,9 +22,12 @@ import sys
 # The frames path's stages, by the demangled name of the function a block is in (first match).
 STAGES = [
     ("gather", re.compile(r"gather|emit_rows|deinterleave|NeonRow|PortableRow|Avx2Row")),
-    ("resize", re.compile(r"Resizer::run|pil_horizontal|pil_vertical|shift_narrow|lookup16|add_pairs|clip8")),
+    ("resize", re.compile(r"Resizer::run|pil_horizontal|horizontal_blocks|PairsLane|DotLane|pil_vertical|round_narrow8|fold_halves|fold_digits|lookup16|add_pairs|clip8")),
     ("conversion", re.compile(r"split_neon|split_rgb|split_rgba|split_portable|planes_row|rgb_row|rgba_row")),
 ]
+# One-time work a session does at creation or on a new size (the resize's tables), not per frame:
+# neither priced nor held against the guard below.
+SETUP = re.compile(r"Resizer::create|build_tap_tables|pil_axis")
 # Branches and address computations, whose absolute targets qemu prints: a label stands in for them.
 _CONDITIONS = "eq|ne|cs|hs|cc|lo|mi|pl|vs|vc|hi|ls|ge|lt|gt|le|al"
 TARGETED = re.compile(rf"^(b|bl|blx|b\.({_CONDITIONS})|b({_CONDITIONS})|cbn?z|tbn?z|adrp?)(\.[nw])?\s")
@@ -77,6 +80,11 @@ def functions(nm, library):
             table.append((int(parts[0], 16), int(parts[1], 16), parts[3]))
     table.sort()
     return table
+
+
+def short_name(name):
+    """A demangled name without its arguments or the anonymous namespace."""
+    return re.sub(r"\(.*", "", name.replace("(anonymous namespace)::", ""))
 
 
 def stage_of(name):
@@ -135,9 +143,9 @@ def main():
             stage = stage_of(table[i][2])
             if stage and pc in blocks:
                 stage_blocks[pc] = stage
-                function_of[pc] = re.sub(r"\(.*", "", table[i][2].replace("(anonymous namespace)::", ""))
-            elif not stage:
-                unattributed[re.sub(r"\(.*", "", table[i][2])] += counts[pc]
+                function_of[pc] = short_name(table[i][2])
+            elif not stage and not SETUP.search(table[i][2]):
+                unattributed[short_name(table[i][2])] += counts[pc]
     # A renamed kernel would silently drop out of its stage: no function outside the stages may run
     # a tenth as many blocks as the stages do (the rest of a run is setup, folding and the GEMM's glue).
     attributed = sum(counts[pc] for pc in stage_blocks)
