@@ -534,22 +534,18 @@ PF_TARGET_NEON inline int32x4_t mlal_high(int32x4_t acc, int16x8_t a, int16x8_t 
 #endif
 }
 
-// (256 * hi + lo + 2^21) >> 22, Pillow's rounded shift, for 4 sums, without forming 256 * hi:
+// 8 sums rounded and shifted right by Shift, saturated to 0..255 (clip8): the rounding shift is
+// part of the narrowing to uint16 (sqrshrun), then uqxtn.
+template <int Shift>
+PF_TARGET_NEON inline uint8x8_t round_narrow8(int32x4_t s0, int32x4_t s1) {
+  return vqmovn_u16(vcombine_u16(vqrshrun_n_s32(s0, Shift), vqrshrun_n_s32(s1, Shift)));
+}
+
+// Pillow's rounded shift, (256 * hi + lo + 2^21) >> 22, without forming 256 * hi:
 // floor((hi + lo / 256 + 2^13) / 2^14) = floor((hi + floor(lo / 256) + 2^13) / 2^14) for integer
-// hi, so ssra adds lo >> 8 to hi and srshr rounds the last 14 bits away. Two instructions.
-PF_TARGET_NEON inline int32x4_t shift_halves(int32x4_t hi, int32x4_t lo) {
-  return vrshrq_n_s32(vsraq_n_s32(hi, lo, 8), kPrecisionBits - 8);
-}
-
-// 8 shifted sums saturated to 0..255 (clip8).
-PF_TARGET_NEON inline uint8x8_t narrow8(int32x4_t s0, int32x4_t s1) {
-  return vqmovn_u16(vcombine_u16(vqmovun_s32(s0), vqmovun_s32(s1)));
-}
-
-// (256 * hi + lo + 2^21) >> 22 for 8 sums, saturated to 0..255.
-PF_TARGET_NEON inline uint8x8_t shift_narrow8(int32x4_t hi0, int32x4_t lo0, int32x4_t hi1, int32x4_t lo1) {
-  return narrow8(shift_halves(hi0, lo0), shift_halves(hi1, lo1));
-}
+// hi, so ssra adds lo >> 8 to hi (fold_halves) and a rounding shift by kHalvesShift finishes.
+constexpr int kHalvesShift = kPrecisionBits - 8;
+PF_TARGET_NEON inline int32x4_t fold_halves(int32x4_t hi, int32x4_t lo) { return vsraq_n_s32(hi, lo, 8); }
 
 // The high 4 lanes of a times those of b: smull2 on aarch64.
 PF_TARGET_NEON inline int32x4_t mull_high(int16x8_t a, int16x8_t b) {
@@ -594,8 +590,8 @@ PF_TARGET_NEON inline void horizontal_pairs_unrolled(const uint8x16_t (&w)[3], c
 
 // The NEON horizontal kernels' blocks of 8 outputs (TapTables.block 8), a lane of 4 at a time
 // with its three channels together, so each tap group's lookup and coefficients are loaded once
-// for R, G and B: Lane::sums gives the lane's 4 shifted sums per channel from the channels' 16
-// source bytes, and st3 interleaves the block's R, G, B. Blocks that do not fit and the tail run
+// for R, G and B: Lane::sums gives the lane's 4 sums per channel from the channels' 16 source
+// bytes, to be rounded and shifted by Lane::kShift, and st3 interleaves the block's R, G, B. Blocks that do not fit and the tail run
 // the scalar loop.
 template <class Lane>
 PF_TARGET_NEON inline void horizontal_blocks_neon(const uint8_t* planes, size_t stride, const TapTables& t,
@@ -616,7 +612,7 @@ PF_TARGET_NEON inline void horizontal_blocks_neon(const uint8_t* planes, size_t 
       Lane::sums(t, b, lane, w, sums[lane]);
     }
     uint8x8x3_t rgb;
-    for (size_t ch = 0; ch < 3; ++ch) rgb.val[ch] = narrow8(sums[0][ch], sums[1][ch]);
+    for (size_t ch = 0; ch < 3; ++ch) rgb.val[ch] = round_narrow8<Lane::kShift>(sums[0][ch], sums[1][ch]);
     vst3_u8(d, rgb);
   }
   pil_horizontal_k8(planes, stride, first, k8, c0 + 8 * blocks, c1, dst + 8 * blocks * 3);
@@ -629,6 +625,7 @@ PF_TARGET_NEON inline void horizontal_blocks_neon(const uint8_t* planes, size_t 
 // count, unrolled.
 template <size_t Pairs>
 struct PairsLane {
+  static constexpr int kShift = kHalvesShift;
   PF_TARGET_NEON static void sums(const TapTables& t, size_t b, size_t lane, const uint8x16_t (&w)[3],
                                   int32x4_t (&out)[3]) {
     const uint8_t* idx = &t.index[b * t.pairs * 32 + 16 * lane];
@@ -636,7 +633,7 @@ struct PairsLane {
     const int16_t* kl = &t.lo[b * t.pairs * 16 + 8 * lane];
     int32x4_t h[3][2], l[3][2];  // per channel: outputs 0-1 and 2-3 of the lane
     horizontal_pairs_unrolled(w, idx, kh, kl, h, l, std::make_index_sequence<Pairs>{});
-    for (size_t ch = 0; ch < 3; ++ch) out[ch] = shift_halves(add_pairs(h[ch][0], h[ch][1]), add_pairs(l[ch][0], l[ch][1]));
+    for (size_t ch = 0; ch < 3; ++ch) out[ch] = fold_halves(add_pairs(h[ch][0], h[ch][1]), add_pairs(l[ch][0], l[ch][1]));
   }
 };
 
@@ -653,12 +650,14 @@ PF_TARGET_NEON void pil_horizontal_pairs_neon(const uint8_t* planes, size_t stri
 }
 
 #if defined(__aarch64__)
-// Three sums of digit products, S0 + 256 * S1 + 65536 * S2 (TapTables' quads), rounded and shifted
-// as Pillow does, (sum + 2^21) >> 22, without forming the sum: A = S1 + floor(S0 / 256) and
+// Three sums of digit products, S0 + 256 * S1 + 65536 * S2 (TapTables' quads), ready for Pillow's
+// rounded shift, (sum + 2^21) >> 22, without forming the sum: A = S1 + floor(S0 / 256) and
 // B = S2 + floor(A / 256) leave sum = 65536 * B + r with 0 <= r < 65536, so the result is
-// floor((B + 32) / 64), srshr. Every step is exact in int32 (|S0| < 2^30: the bias).
-PF_TARGET_NEON inline int32x4_t shift_digits(int32x4_t s0, int32x4_t s1, int32x4_t s2) {
-  return vrshrq_n_s32(vsraq_n_s32(s2, vsraq_n_s32(s1, s0, 8), 8), kPrecisionBits - 16);
+// floor((B + 32) / 64), a rounding shift of B by kDigitsShift. Every step is exact in int32
+// (|S0| < 2^30: the bias).
+constexpr int kDigitsShift = kPrecisionBits - 16;
+PF_TARGET_NEON inline int32x4_t fold_digits(int32x4_t s0, int32x4_t s1, int32x4_t s2) {
+  return vsraq_n_s32(s2, vsraq_n_s32(s1, s0, 8), 8);
 }
 
 // A lane of the quads with ARMv8.2's sdot: per group of 4 taps one tbl places each output's 4
@@ -668,6 +667,7 @@ PF_TARGET_NEON inline int32x4_t shift_digits(int32x4_t s0, int32x4_t s1, int32x4
 // Groups: the table's group count (1 or 2), unrolled.
 template <size_t Groups>
 struct DotLane {
+  static constexpr int kShift = kDigitsShift;
   PF_TARGET_NEON_DOTPROD static void sums(const TapTables& t, size_t b, size_t lane, const uint8x16_t (&window)[3],
                                           int32x4_t (&out)[3]) {
     int8x16_t w[3];
@@ -688,7 +688,7 @@ struct DotLane {
         for (size_t i = 0; i < 3; ++i) s[ch][i] = vdotq_s32(s[ch][i], px, digit[i]);
       }
     }
-    for (size_t ch = 0; ch < 3; ++ch) out[ch] = shift_digits(s[ch][0], s[ch][1], s[ch][2]);
+    for (size_t ch = 0; ch < 3; ++ch) out[ch] = fold_digits(s[ch][0], s[ch][1], s[ch][2]);
   }
 };
 
@@ -742,8 +742,18 @@ PF_TARGET_NEON inline void vertical_tap(const uint8_t* row, int16x4_t c, int32x4
 }
 
 PF_TARGET_NEON inline void store_vertical16(uint8_t* out, const int32x4_t (&h)[4], const int32x4_t (&l)[4]) {
-  vst1q_u8(out, vcombine_u8(shift_narrow8(h[0], l[0], h[1], l[1]), shift_narrow8(h[2], l[2], h[3], l[3])));
+  vst1q_u8(out, vcombine_u8(round_narrow8<kHalvesShift>(fold_halves(h[0], l[0]), fold_halves(h[1], l[1])),
+                            round_narrow8<kHalvesShift>(fold_halves(h[2], l[2]), fold_halves(h[3], l[3]))));
 }
+
+// Blocks of 16 values a loop iteration of vertical_unrolled: aarch64's 32 registers hold two
+// blocks' sums, so an in-order core (the A55) has the second block's work to issue while the
+// first's sums finish (llvm-mca, 4 taps: 60 -> 49 cycles per 16 values); armhf's 16 hold one.
+#if defined(__aarch64__)
+constexpr size_t kVerticalBlocks = 2;
+#else
+constexpr size_t kVerticalBlocks = 1;
+#endif
 
 // The vertical pass for a fixed tap count (sizeof...(I)): the row pointers and coefficient halves
 // stay in registers across the row, and the taps are unrolled (by-element lanes are immediates).
@@ -755,7 +765,14 @@ PF_TARGET_NEON size_t vertical_unrolled(const uint8_t* const* rows, const int16_
   int16x4_t c[(sizeof...(I) + 1) / 2];  // (hi, lo) of taps 2j and 2j + 1
   for (size_t j = 0; j < (sizeof...(I) + 1) / 2; ++j) c[j] = vld1_s16(halves + 4 * j);
   size_t x = 0;
-  for (; x + 16 <= n; x += 16) {
+  for (; x + 16 * kVerticalBlocks <= n; x += 16 * kVerticalBlocks) {
+    int32x4_t h[kVerticalBlocks][4], l[kVerticalBlocks][4];
+    for (size_t b = 0; b < kVerticalBlocks; ++b) {
+      (vertical_tap<I == 0, 2 * (I % 2)>(r[I] + x + 16 * b, c[I / 2], h[b], l[b]), ...);
+    }
+    for (size_t b = 0; b < kVerticalBlocks; ++b) store_vertical16(out + x + 16 * b, h[b], l[b]);
+  }
+  for (; x + 16 <= n; x += 16) {  // aarch64's last 16 values, if any
     int32x4_t h[4], l[4];
     (vertical_tap<I == 0, 2 * (I % 2)>(r[I] + x, c[I / 2], h, l), ...);
     store_vertical16(out + x, h, l);
