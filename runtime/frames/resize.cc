@@ -591,8 +591,8 @@ PF_TARGET_NEON inline void horizontal_pairs_unrolled(const uint8x16_t (&w)[3], c
 // The NEON horizontal kernels' blocks of 8 outputs (TapTables.block 8), a lane of 4 at a time
 // with its three channels together, so each tap group's lookup and coefficients are loaded once
 // for R, G and B: Lane::sums gives the lane's 4 sums per channel from the channels' 16 source
-// bytes, to be rounded and shifted by Lane::kShift, and st3 interleaves the block's R, G, B. Blocks that do not fit and the tail run
-// the scalar loop.
+// bytes, to be rounded and shifted by Lane::kShift, and st3 interleaves the block's R, G, B.
+// Blocks that do not fit and the tail run the scalar loop.
 template <class Lane>
 PF_TARGET_NEON inline void horizontal_blocks_neon(const uint8_t* planes, size_t stride, const TapTables& t,
                                                   const int32_t* first, const int32_t* k8, size_t c0, size_t c1,
@@ -826,7 +826,7 @@ size_t align16(size_t n) { return (n + 15) / 16 * 16; }
 // ceil(support) + 1 rounds the window up), a pair fewer for the bicubic scales camera frames see.
 // A block is not ok (the kernels run it with the 8-tap scalar loop) where a lane's windows do not
 // fit its 16 source bytes (scales above ~2), or a coefficient its quad digits (|k| < 2^23 fits
-// pairs; quads need -128 <= d2 <= 127 and |128 * sum| < 2^31, which normalized filters meet).
+// pairs; quads need -128 <= d2 <= 127 and |128 * sum| < 2^30, which normalized filters meet).
 void build_tap_tables(const AxisFilter& h, size_t c0, size_t c1, size_t block, bool quads, TapTables& t) {
   const auto taps = static_cast<size_t>(*std::max_element(h.count.begin(), h.count.end()));
   const size_t blocks = (c1 - c0) / block, lanes = block / 4;
@@ -871,7 +871,7 @@ void build_tap_tables(const AxisFilter& h, size_t c0, size_t c1, size_t block, b
         }
       }
       if (quads && t.ok[b]) {
-        if (128 * std::abs(sum) >= (int64_t{1} << 31)) t.ok[b] = 0;
+        if (128 * std::abs(sum) >= (int64_t{1} << 30)) t.ok[b] = 0;
         t.bias[block * b + j] = static_cast<int32_t>(128 * sum);
       }
     }
