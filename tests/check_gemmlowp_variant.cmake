@@ -7,29 +7,18 @@
 # not (LACKS), counted in its disassembly.
 #   cmake -DNM= -DOBJDUMP= -DVARIANT= -DOBJECTS=<object> -DHAS=<regex> -DLACKS=<regex> -P this
 cmake_minimum_required(VERSION 3.18)  # NEW policies: quoted strings in if() are not variable names
-execute_process(COMMAND ${NM} -C --defined-only ${OBJECTS} OUTPUT_VARIABLE out RESULT_VARIABLE rc)
-if(NOT rc EQUAL 0)
-  message(FATAL_ERROR "${NM} -C --defined-only ${OBJECTS} failed (${rc})")
-endif()
-string(REGEX MATCHALL "[^\n]+" lines "${out}")
+include(${CMAKE_CURRENT_LIST_DIR}/global_definitions.cmake)
+global_definitions(defined ${OBJECTS})
 set(shared)
 set(own 0)
-foreach(line IN LISTS lines)
-  if(NOT line MATCHES "^[0-9a-f]+ ([A-Za-z]) (.*)$")
-    continue()
-  endif()
-  set(type ${CMAKE_MATCH_1})
-  set(name "${CMAKE_MATCH_2}")
-  if(NOT type MATCHES "^[TDBRWVu]$")  # local symbols cannot be merged with another object's
-    continue()
-  endif()
+foreach(definition IN LISTS defined)
+  string(REGEX REPLACE "^. " "" name "${definition}")
   # __odr_asan.*: AddressSanitizer's one-byte marker for a global of ours (not demangled by nm).
   if(name MATCHES "patchfuse_gemmlowp_${VARIANT}::" OR name STREQUAL "patchfuse::kGemmlowp_${VARIANT}"
-     OR name MATCHES "^DW\\.ref\\."
      OR name MATCHES "^__odr_asan\\..*(patchfuse_gemmlowp_${VARIANT}|kGemmlowp_${VARIANT})")
     math(EXPR own "${own} + 1")
   else()
-    list(APPEND shared "${type} ${name}")
+    list(APPEND shared "${definition}")
   endif()
 endforeach()
 if(shared)

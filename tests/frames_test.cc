@@ -78,51 +78,57 @@ TEST_P(FramesTest, GatherOrderIsHuggingFaces) {
   const ModuleView& m = file->view.modules[0];
   const Preprocessing& p = *m.preprocessing;
   const int64_t C = 3, T = p.temporal_patch_size, PP = p.patch_size * p.patch_size;
-  for (const char* c : kCases) {
-    SCOPED_TRACE(c);
-    const Frames f = load_frames(GetParam(), c);
-    const std::vector<double> pv = load(GetParam(), "pixel_values", c);
-    const FrameGrid g = frame_grid(p, f.t, f.height, f.width).value();
-    const bool still = f.t == 1;
-    const int64_t k = still ? C * PP : C * T * PP;
-    std::vector<float> rows(static_cast<size_t>(g.rows() * k));
-    const int64_t blocks = gather_block_count(g, p);
-    gather_rows(f.pointers().data(), f.t, f.width * 3, 0, g, p, C, still, 0, blocks, rows.data());
-    // Block by block, in reverse (as threads may finish), each from copies of only the image rows
-    // it covers, as the images path gathers from resized bands (first_row): the same rows.
-    std::vector<float> by_block(rows.size(), -1.0f);
-    const size_t stride = f.width * 3, band = static_cast<size_t>(p.merge_size * p.patch_size);
-    for (int64_t b = blocks - 1; b >= 0; --b) {
-      const size_t y0 = static_cast<size_t>(b % (blocks / g.t)) * band;
-      std::vector<std::vector<uint8_t>> bands;
-      std::vector<const uint8_t*> band_pointers;
-      for (const uint8_t* frame : f.pointers()) bands.emplace_back(frame + y0 * stride, frame + (y0 + band) * stride);
-      for (const auto& rows_of_band : bands) band_pointers.push_back(rows_of_band.data());
-      gather_rows(band_pointers.data(), f.t, stride, y0, g, p, C, still, b, b + 1,
-                  by_block.data() + b * (g.rows() / blocks) * k);
-    }
-    ASSERT_EQ(by_block, rows);
-    // The bf16 gather (what a bf16 kernel takes) holds the same values exactly.
-    std::vector<uint16_t> rows16(rows.size());
-    gather_rows(f.pointers().data(), f.t, f.width * 3, 0, g, p, C, still, 0, blocks, rows16.data());
-    for (size_t i = 0; i < rows.size(); ++i) {
-      const uint32_t bits = static_cast<uint32_t>(rows16[i]) << 16;
-      float v;
-      std::memcpy(&v, &bits, 4);
-      ASSERT_EQ(v, rows[i]) << i;
-    }
-    ASSERT_EQ(pv.size(), static_cast<size_t>(g.rows() * C * T * PP));
-    for (int64_t r = 0; r < g.rows(); ++r) {
-      for (int64_t ch = 0; ch < C; ++ch) {
-        for (int64_t t = 0; t < T; ++t) {
-          for (int64_t i = 0; i < PP; ++i) {
-            const float u8 = static_cast<float>(
-                rows[static_cast<size_t>(r * k + (still ? ch * PP + i : (ch * T + t) * PP + i))] / kPixelScale + kPixelCentre);
-            const float want = static_cast<float>(pv[static_cast<size_t>(r * C * T * PP + (ch * T + t) * PP + i)]);
-            // The processor's float32 rescale-then-normalize, repeated here: equal to 1e-6.
-            const float got = (static_cast<float>(u8 * static_cast<double>(p.rescale_factor)) - p.mean[static_cast<size_t>(ch)]) /
-                              p.std[static_cast<size_t>(ch)];
-            ASSERT_NEAR(got, want, 1e-6) << "row " << r << " c " << ch << " t " << t << " i " << i;
+  // Every SIMD level this process has: the plane split and row forms of each (frame_kernels_test.cc
+  // holds them to the portable forms; this holds them to the processor).
+  for (const SimdLevel level : kSimdLevels) {
+    if (level > simd_level()) continue;
+    const FrameKernels& forms = frame_kernels(level);
+    for (const char* c : kCases) {
+      SCOPED_TRACE(cat(c, " at ", simd_level_name(level)));
+      const Frames f = load_frames(GetParam(), c);
+      const std::vector<double> pv = load(GetParam(), "pixel_values", c);
+      const FrameGrid g = frame_grid(p, f.t, f.height, f.width).value();
+      const bool still = f.t == 1;
+      const int64_t k = still ? C * PP : C * T * PP;
+      std::vector<float> rows(static_cast<size_t>(g.rows() * k));
+      const int64_t blocks = gather_block_count(g, p);
+      gather_rows(f.pointers().data(), f.t, f.width * 3, 0, g, p, C, still, 0, blocks, rows.data(), forms);
+      // Block by block, in reverse (as threads may finish), each from copies of only the image rows
+      // it covers, as the images path gathers from resized bands (first_row): the same rows.
+      std::vector<float> by_block(rows.size(), -1.0f);
+      const size_t stride = f.width * 3, band = static_cast<size_t>(p.merge_size * p.patch_size);
+      for (int64_t b = blocks - 1; b >= 0; --b) {
+        const size_t y0 = static_cast<size_t>(b % (blocks / g.t)) * band;
+        std::vector<std::vector<uint8_t>> bands;
+        std::vector<const uint8_t*> band_pointers;
+        for (const uint8_t* frame : f.pointers()) bands.emplace_back(frame + y0 * stride, frame + (y0 + band) * stride);
+        for (const auto& rows_of_band : bands) band_pointers.push_back(rows_of_band.data());
+        gather_rows(band_pointers.data(), f.t, stride, y0, g, p, C, still, b, b + 1,
+                    by_block.data() + b * (g.rows() / blocks) * k, forms);
+      }
+      ASSERT_EQ(by_block, rows);
+      // The bf16 gather (what a bf16 kernel takes) holds the same values exactly.
+      std::vector<uint16_t> rows16(rows.size());
+      gather_rows(f.pointers().data(), f.t, f.width * 3, 0, g, p, C, still, 0, blocks, rows16.data(), forms);
+      for (size_t i = 0; i < rows.size(); ++i) {
+        const uint32_t bits = static_cast<uint32_t>(rows16[i]) << 16;
+        float v;
+        std::memcpy(&v, &bits, 4);
+        ASSERT_EQ(v, rows[i]) << i;
+      }
+      ASSERT_EQ(pv.size(), static_cast<size_t>(g.rows() * C * T * PP));
+      for (int64_t r = 0; r < g.rows(); ++r) {
+        for (int64_t ch = 0; ch < C; ++ch) {
+          for (int64_t t = 0; t < T; ++t) {
+            for (int64_t i = 0; i < PP; ++i) {
+              const float u8 = static_cast<float>(
+                  rows[static_cast<size_t>(r * k + (still ? ch * PP + i : (ch * T + t) * PP + i))] / kPixelScale + kPixelCentre);
+              const float want = static_cast<float>(pv[static_cast<size_t>(r * C * T * PP + (ch * T + t) * PP + i)]);
+              // The processor's float32 rescale-then-normalize, repeated here: equal to 1e-6.
+              const float got = (static_cast<float>(u8 * static_cast<double>(p.rescale_factor)) - p.mean[static_cast<size_t>(ch)]) /
+                                p.std[static_cast<size_t>(ch)];
+              ASSERT_NEAR(got, want, 1e-6) << "row " << r << " c " << ch << " t " << t << " i " << i;
+            }
           }
         }
       }

@@ -46,9 +46,11 @@ ImageView view(const Rgb& img) {
   return v;
 }
 
-// Runs the resizer over the whole frame in `bands` bands of rows, as threads would.
-std::vector<uint8_t> resize(const Rgb& src, const ResizeSpec& spec, size_t bands = 1) {
-  const Resizer r = Resizer::create(spec).value();
+// Runs the resizer with the kernels of `level` over the whole frame in `bands` bands of rows, as
+// threads would.
+std::vector<uint8_t> resize(const Rgb& src, const ResizeSpec& spec, size_t bands = 1,
+                            SimdLevel level = SimdLevel::kBaseline) {
+  const Resizer r = Resizer::create(spec, frame_kernels(level)).value();
   std::vector<uint8_t> out(spec.out_h * spec.out_w * 3, 0xAB);
   const ImageView v = view(src);
   std::vector<uint8_t> scratch(r.scratch_bytes(v));
@@ -75,12 +77,21 @@ std::string name(const nlohmann::json& c) {
              resample_name(static_cast<Resample>(c["resample"].get<int>())));
 }
 
-TEST(Resize, PilIsPillowByteForByte) {
+// The pil tests run at every SIMD level this process has (frame_kernels_test.cc holds each form
+// to the portable one; these hold every form to Pillow itself).
+class ResizeAt : public ::testing::TestWithParam<SimdLevel> {
+ protected:
+  void SetUp() override {
+    if (GetParam() > simd_level()) GTEST_SKIP() << simd_level_name(GetParam()) << ": above this process's level";
+  }
+};
+
+TEST_P(ResizeAt, PilIsPillowByteForByte) {
   int checked = 0;
   for (const auto& c : cases()["cases"]) {
     const Rgb src = load("sources/" + c["source"].get<std::string>() + ".npy");
     const Rgb want = load(c["pil"].get<std::string>());
-    const auto got = resize(src, plain(src, want.h, want.w, c["resample"], ResizeSemantics::kPil));
+    const auto got = resize(src, plain(src, want.h, want.w, c["resample"], ResizeSemantics::kPil), 1, GetParam());
     size_t differ = 0;
     for (size_t i = 0; i < got.size(); ++i) differ += got[i] != want.bytes[i];
     EXPECT_EQ(differ, 0u) << name(c) << ": bytes that differ from Pillow's (exact match required)";
@@ -110,7 +121,7 @@ TEST(Resize, TorchIsWithinOneLevelOfTorch) {
   EXPECT_EQ(checked, 54);  // 18 geometries x 3 filters
 }
 
-TEST(Resize, ShortestEdgeAndCentreCropAreTransformers) {
+TEST_P(ResizeAt, ShortestEdgeAndCentreCropAreTransformers) {
   ASSERT_EQ(cases()["crops"].size(), 5u);
   for (const auto& c : cases()["crops"]) {
     const Rgb src = load("sources/" + c["source"].get<std::string>() + ".npy");
@@ -127,19 +138,22 @@ TEST(Resize, ShortestEdgeAndCentreCropAreTransformers) {
     EXPECT_EQ(spec.resized_w, c["resized_width"].get<size_t>());
     ASSERT_EQ(spec.out_h, want.h);
     ASSERT_EQ(spec.out_w, want.w);
-    EXPECT_EQ(resize(src, spec), want.bytes) << c["pil"].get<std::string>() << ": must equal Pillow + center_crop";
+    EXPECT_EQ(resize(src, spec, 1, GetParam()), want.bytes) << c["pil"].get<std::string>() << ": must equal Pillow + center_crop";
   }
 }
 
-TEST(Resize, BandsOfRowsGiveTheSameBytes) {
+TEST_P(ResizeAt, BandsOfRowsGiveTheSameBytes) {
   const Rgb src = load("sources/s96x128.npy");
   for (const auto s : {ResizeSemantics::kPil, ResizeSemantics::kTorch}) {
     for (const int resample : {0, 2, 3}) {
       const ResizeSpec spec = plain(src, 53, 71, resample, s);
-      EXPECT_EQ(resize(src, spec, 1), resize(src, spec, 7)) << resample;
+      EXPECT_EQ(resize(src, spec, 1, GetParam()), resize(src, spec, 7, GetParam())) << resample;
     }
   }
 }
+
+std::string level_name(const ::testing::TestParamInfo<SimdLevel>& info) { return simd_level_name(info.param); }
+INSTANTIATE_TEST_SUITE_P(Levels, ResizeAt, ::testing::ValuesIn(kSimdLevels), level_name);
 
 TEST(Resize, RefusesWhatItCannotDo) {
   const Rgb src = load("sources/s30x40.npy");

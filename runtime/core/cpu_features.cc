@@ -69,13 +69,4 @@ const char* simd_level_name(SimdLevel level) {
   return "?";
 }
 
-const char* avx2_or_neon_form() {
-  if (simd_level() == SimdLevel::kBaseline) return "portable";
-#if defined(__x86_64__)
-  return "avx2";
-#else
-  return "neon";
-#endif
-}
-
 }  // namespace patchfuse

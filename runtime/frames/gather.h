@@ -12,6 +12,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "runtime/frames/kernels/kernels.h"
 #include "runtime/frames/preprocessing.h"
 
 namespace patchfuse {
@@ -20,24 +21,21 @@ namespace patchfuse {
 // block is one row of merge groups of one time step (M * grid.w rows).
 int64_t gather_block_count(const FrameGrid& grid, const Preprocessing& p);
 
-// The form the f32 and bf16 rows are written with on this CPU: "avx2", "neon" or "portable"
-// (int8 kernels' rows are copies).
-const char* gather_kernel();
-
 // `frames`: grid's source frames, `count` of them (count <= grid.t * temporal_patch_size), each
 // pointing at its row `first_row` (0 for whole frames; a band's first row when frames are resized a
 // band at a time): the blocks gathered read rows from first_row on only.
 // `out`: the rows of blocks [block_begin, block_end), from its start, each channels * (still ? 1 :
 // temporal_patch_size) * P * P values, as f32 or as bf16 bits (every such value is exact in
 // both), the two input types backends take, or as the raw uint8 pixels for int8 kernels.
+// `kernels`: the plane split and row forms (f32 and bf16; int8's rows are copies).
 void gather_rows(const uint8_t* const* frames, size_t count, size_t row_stride, size_t first_row, const FrameGrid& grid,
                  const Preprocessing& p, int64_t channels, bool still, int64_t block_begin, int64_t block_end,
-                 float* out);
+                 float* out, const FrameKernels& kernels = best_frame_kernels());
 void gather_rows(const uint8_t* const* frames, size_t count, size_t row_stride, size_t first_row, const FrameGrid& grid,
                  const Preprocessing& p, int64_t channels, bool still, int64_t block_begin, int64_t block_end,
-                 uint16_t* out);
+                 uint16_t* out, const FrameKernels& kernels = best_frame_kernels());
 void gather_rows(const uint8_t* const* frames, size_t count, size_t row_stride, size_t first_row, const FrameGrid& grid,
                  const Preprocessing& p, int64_t channels, bool still, int64_t block_begin, int64_t block_end,
-                 uint8_t* out);
+                 uint8_t* out, const FrameKernels& kernels = best_frame_kernels());
 
 }  // namespace patchfuse

@@ -8,7 +8,6 @@
 #include <cstdint>
 #include <cstring>
 
-#include "runtime/frames/planes.h"
 
 namespace patchfuse {
 
@@ -238,21 +237,22 @@ const uint8_t* rgb_row(const ImageView& v, size_t y, uint8_t* scratch) {
   }
 }
 
-void planes_row(const ImageView& v, size_t y, uint8_t* scratch, uint8_t* planes, size_t plane_stride) {
+void planes_row(const ImageView& v, size_t y, uint8_t* scratch, uint8_t* planes, size_t plane_stride,
+                const PlanesForm& split) {
   const size_t w = v.width;
   const uint8_t* row = v.planes[0] + y * v.row_stride[0];
   uint8_t* r = planes;
   uint8_t* g = planes + plane_stride;
   uint8_t* b = planes + 2 * plane_stride;
   switch (v.format) {
-    case PixelFormat::kRgb: return split_rgb_planes(row, w, r, g, b);
-    case PixelFormat::kBgr: return split_rgb_planes(row, w, b, g, r);
-    case PixelFormat::kRgba: return split_rgba_planes(row, w, r, g, b);
-    case PixelFormat::kBgra: return split_rgba_planes(row, w, b, g, r);
+    case PixelFormat::kRgb: return split.rgb(row, w, r, g, b);
+    case PixelFormat::kBgr: return split.rgb(row, w, b, g, r);
+    case PixelFormat::kRgba: return split.rgba(row, w, r, g, b);
+    case PixelFormat::kBgra: return split.rgba(row, w, b, g, r);
     case PixelFormat::kGray8:
       for (uint8_t* p : {r, g, b}) std::memcpy(p, row, w);
       return;
-    default: return split_rgba_planes(rgba_row(v, y, scratch), w, r, g, b);
+    default: return split.rgba(rgba_row(v, y, scratch), w, r, g, b);
   }
 }
 

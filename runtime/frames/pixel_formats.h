@@ -8,6 +8,7 @@
 #include <cstdint>
 
 #include "runtime/core/result.h"
+#include "runtime/frames/kernels/kernels.h"
 
 namespace patchfuse {
 
@@ -53,7 +54,8 @@ const uint8_t* rgb_row(const ImageView& image, size_t y, uint8_t* scratch);
 
 // The same bytes as R, G and B planes (`plane_stride` bytes apart from `planes`), the layout the
 // resize's vector kernels read: split straight from the source's pixels where they are packed
-// (YUV through libyuv's RGBA rows), with no interleaved RGB row between.
-void planes_row(const ImageView& image, size_t y, uint8_t* scratch, uint8_t* planes, size_t plane_stride);
+// (YUV through libyuv's RGBA rows), with no interleaved RGB row between, by `split`'s form.
+void planes_row(const ImageView& image, size_t y, uint8_t* scratch, uint8_t* planes, size_t plane_stride,
+                const PlanesForm& split);
 
 }  // namespace patchfuse

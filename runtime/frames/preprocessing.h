@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "runtime/core/result.h"
+#include "runtime/frames/kernels/kernels.h"
 #include "runtime/frames/resize.h"
 #include "runtime/rules/fusion_rules.h"
 
@@ -26,13 +27,8 @@ namespace patchfuse {
 enum class ResizeVariant : uint8_t { kQwen2Vl = 0, kGlm4v = 1, kFixed = 2 };
 const char* resize_variant_name(ResizeVariant v);  // "qwen2_vl", "glm4v", "fixed"
 
-// What the GEMM gets for a pixel: (u8 - 128) / 256, in [-0.5, 0.5). Exact in f32, bf16 and f16
-// (at most 8 significant bits, a power-of-two scale), centred so partial sums stay small, and of
-// unit scale so the folded weights (W * rescale / std * 256) stay in f16's normal range. Raw
-// 0..255 inputs lost up to 30% of max |ref| in XNNPACK's f16 accumulation, and centred pixels with
-// weights scaled by 1/255/std (subnormal in f16) still up to 18% (both seen under qemu-aarch64).
-constexpr int kPixelCentre = 128;
-constexpr double kPixelScale = 1.0 / 256;
+// What the GEMM gets for a pixel, kPixelCentre and kPixelScale: kernels/kernels.h, where the
+// gather's rows write it.
 
 // The largest spatial merge a model may declare (models ship 1 or 2); it bounds the merge groups
 // the gather and the encoder input walk, and keeps patch_size * merge_size far from overflow.

@@ -16,7 +16,9 @@
 #include <cstdint>
 #include <vector>
 
+#include "runtime/frames/kernels/kernels.h"
 #include "runtime/frames/pixel_formats.h"
+#include "runtime/frames/resize_tables.h"
 
 namespace patchfuse {
 
@@ -28,10 +30,10 @@ const char* resize_semantics_name(ResizeSemantics s);  // "pil", "torch"
 // torch's interpolation has nearest, bilinear and bicubic only.
 bool torch_has_filter(Resample r);
 
-// The form a resize of these semantics and filter runs with on this CPU: the pil passes' vector
-// kernels ("avx2", "avx512", "avx512_vnni", "neon", "neon_dotprod"), or "portable" (torch
-// semantics, NEAREST, a capped or older CPU).
-const char* resize_kernel(ResizeSemantics semantics, Resample filter);
+// The form a resize of these semantics and filter runs with `kernels`: the pil passes' vector
+// forms ("avx2", "avx512", "avx512_vnni", "neon", "neon_dotprod"), or "portable" (torch
+// semantics, NEAREST, the baseline level).
+const char* resize_kernel(ResizeSemantics semantics, Resample filter, const FrameKernels& kernels);
 
 // A frame's way to the processor's pixels: resize the source (src_h x src_w) to resized_h x
 // resized_w, then take out_h x out_w pixels starting at (top, left) of it: a centre crop, where
@@ -45,40 +47,12 @@ struct ResizeSpec {
   ResizeSemantics semantics = ResizeSemantics::kPil;
 };
 
-// One axis: for each output index the first input index, the tap count and the taps (fixed point
-// for kPil, float for kTorch), or for NEAREST the input index alone.
-struct AxisFilter {
-  size_t taps = 0;                 // the most taps any output index has
-  std::vector<int32_t> first, count;
-  std::vector<int32_t> fixed;      // kPil: taps * outputs
-  std::vector<float> weights;      // kTorch: taps * outputs
-};
-
-// The tables of resize.cc's horizontal kernels (empty for the scalar pass), per block of outputs
-// in lanes of 4, in one of two forms:
-//  - pairs (AVX2, AVX-512, NEON): per pair of taps the byte shuffle (pshufb, tbl) that places each
-//    output's two pixels as int16, and the pair's coefficients split as k = 256 * hi + lo (hi
-//    signed, lo 0..255) so int16 multiply-adds are exact;
-//  - quads (NEON with ARMv8.2's dot product): per group of 4 taps the tbl indices that place each
-//    output's 4 pixels in its int32 lane, and the coefficients as three signed bytes,
-//    k = d0 + 256 * d1 + 65536 * d2, which sdot multiplies by the pixels less 128; per output,
-//    128 * (its coefficients' sum) puts the 128 back.
-struct TapTables {
-  size_t block = 8;              // outputs a block: 8 (AVX2, NEON) or 16 (AVX-512)
-  std::vector<uint8_t> ok;       // per block: its windows fit the kernel
-  size_t pairs = 0;
-  std::vector<uint8_t> index;    // per block and pair: 4 shuffle bytes an output
-  std::vector<int16_t> hi, lo;   // per block and pair: 2 coefficient halves an output (its 2 taps)
-  size_t groups = 0;
-  std::vector<uint8_t> quad_index;  // per block and group: 4 tbl indices an output
-  std::vector<int8_t> digits;       // per block, group and digit (d0, d1, d2): 4 bytes an output
-  std::vector<int32_t> bias;        // per output of a block: 128 * its coefficients' sum
-};
-
 class Resizer {
  public:
-  // Checks the spec (sizes, a filter the semantics has) and computes both axes' coefficients.
-  static Result<Resizer> create(const ResizeSpec& spec);
+  // Checks the spec (sizes, a filter the semantics has) and computes both axes' coefficients and,
+  // where `kernels` has vector passes for them, their tables. `kernels` has static storage
+  // (frame_kernels); the CPU must have its level.
+  static Result<Resizer> create(const ResizeSpec& spec, const FrameKernels& kernels = best_frame_kernels());
   const ResizeSpec& spec() const { return spec_; }
   // resize_kernel's form, or "portable" where these coefficients do not fit the vector kernels.
   const char* kernel() const { return kernel_; }
@@ -95,14 +69,11 @@ class Resizer {
   bool need_h_ = false, need_v_ = false;
   AxisFilter h_, v_;
   size_t col_begin_ = 0, col_end_ = 0;  // the resized columns the crop keeps
-  // The pil passes' vector kernels for this CPU (resize.cc: AVX2, AVX-512, AVX-512 with VNNI,
-  // NEON, NEON with dot products), chosen at create; null: the scalar passes.
-  using HorizontalKernel = void (*)(const uint8_t* planes, size_t stride, const TapTables& t, const int32_t* first,
-                                    const int32_t* k8, size_t c0, size_t c1, uint8_t* dst);
-  using VerticalKernel = void (*)(const uint8_t* const* rows, const int32_t* k, int32_t count, size_t n, uint8_t* out);
+  // The pil passes' vector forms (kernels.h), chosen at create; null: the scalar passes.
   const char* kernel_ = "portable";
-  HorizontalKernel horizontal_ = nullptr;
-  VerticalKernel vertical_ = nullptr;
+  PilHorizontalFn horizontal_ = nullptr;
+  PilVerticalFn vertical_ = nullptr;
+  PlanesForm planes_ = frame_kernels(SimdLevel::kBaseline).planes;  // planes_row's splits
   std::vector<int32_t> h8_;   // the horizontal kernels' coefficients, 8 per output; empty: the scalar pass
   TapTables tap_tables_;
   size_t plane_stride() const { return spec_.src_w + 16; }  // a source plane and its over-read slack

@@ -8,7 +8,6 @@
 
 #include "runtime/core/checked_math.h"
 #include "runtime/frames/gather.h"
-#include "runtime/frames/planes.h"
 
 namespace patchfuse {
 
@@ -121,11 +120,13 @@ Result<std::unique_ptr<Session>> Session::create(const ModuleView& module, const
   if (const auto& p = module.preprocessing) {
     // A fixed-size model takes each video frame as an image; the others resize videos as
     // transformers' video processors do (torch semantics, usually).
-    const char* image = resize_kernel(p->image_semantics, p->resample);
-    const char* video = p->resize == ResizeVariant::kFixed ? image : resize_kernel(p->video_semantics, p->resample);
+    const FrameKernels& forms = *s->forms_;
+    const char* image = resize_kernel(p->image_semantics, p->resample, forms);
+    const char* video =
+        p->resize == ResizeVariant::kFixed ? image : resize_kernel(p->video_semantics, p->resample, forms);
     s->frame_kernels_ = cat("resize ", image, std::strcmp(image, video) != 0 ? cat(" (videos ", video, ")") : "",
-                            ", planes ", split_planes_kernel(), ", gather ",
-                            s->precision_ == Precision::kInt8 ? "copy" : gather_kernel());
+                            ", planes ", forms.planes.name, ", gather ",
+                            s->precision_ == Precision::kInt8 ? "copy" : forms.gather.name);
   }
   return s;
 }
@@ -348,7 +349,7 @@ void Session::gather_on_threads(FramesKernel& k, const uint8_t* const* frames, s
       const auto part = static_cast<int64_t>(i);
       const int64_t first = begin + (end - begin) * part / parts;
       gather_rows(frames, t, row_stride, first_row, grid, p, module_.geometry.in_channels, still, first,
-                  begin + (end - begin) * (part + 1) / parts, rows + (first - begin) * values_per_block);
+                  begin + (end - begin) * (part + 1) / parts, rows + (first - begin) * values_per_block, *forms_);
     });
   });
 }
@@ -501,7 +502,7 @@ Result<const Resizer*> Session::resizer(size_t t, size_t height, size_t width) {
   const Preprocessing& p = *module_.preprocessing;
   PF_ASSIGN_OR_RETURN(const ResizeSpec spec, frame_resize_spec(p, t == 1 ? 0 : static_cast<int64_t>(t), height, width));
   return resizers_.get([&](const Resizer& r) { return same_spec(r.spec(), spec); },
-                       [&] { return timed(profile_.setup_ms, [&] { return Resizer::create(spec); }); });
+                       [&] { return timed(profile_.setup_ms, [&] { return Resizer::create(spec, *forms_); }); });
 }
 
 size_t Session::size_resize_buffers(const Kernel& kernel, const Resizer& r, const ImageView& image, size_t frames,

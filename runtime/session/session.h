@@ -99,7 +99,7 @@ class Session {
   const std::string& detail() const { return detail_; }
   const std::string& isa() const { return isa_; }
   // The frames path's own loops as this CPU runs them: "resize avx2, planes avx2, gather avx2"
-  // (resize.h, planes.h, gather.h); "" for a model without preprocessing.
+  // (frames/kernels/kernels.h); "" for a model without preprocessing.
   const std::string& frame_kernels() const { return frame_kernels_; }
   const std::string& note() const { return note_; }
   const std::string& weights_cache_report() const { return cache_report_; }  // a line per kernel; "" without a cache
@@ -203,6 +203,8 @@ class Session {
   bool fused_ = true;
   std::unique_ptr<Kernel> kernel_;  // pixel_values, once used; never in int8 sessions
   std::string detail_, isa_, note_, frame_kernels_;
+  // The frames path's kernel forms, taken from the table once for the process's SIMD level.
+  const FrameKernels* forms_ = &best_frame_kernels();
   RunProfile profile_;  // the last run's; each run starts it from zero
   const EncoderInputSpec* encoder_ = nullptr;  // encoder-input sessions: the model's spec
   RecentlyUsed<GridTerms> terms_;

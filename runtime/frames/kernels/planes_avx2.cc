@@ -1,33 +1,18 @@
-#include "runtime/frames/planes.h"
-
-#include "runtime/core/cpu_features.h"
-
-#if defined(__x86_64__)
+// Interleaved pixels -> planes with AVX2 byte shuffles (compiled with -mavx2).
 #include <immintrin.h>
-#elif defined(__aarch64__) || defined(__arm__)
-#include <arm_neon.h>
-#endif
+
+#include "runtime/frames/kernels/kernels.h"
 
 namespace patchfuse {
-
 namespace {
 
-template <size_t kBytes>
-void split_portable(const uint8_t* __restrict src, size_t width, uint8_t* __restrict p0, uint8_t* __restrict p1,
-                    uint8_t* __restrict p2) {
-  for (size_t x = 0; x < width; ++x) {
-    p0[x] = src[kBytes * x];
-    p1[x] = src[kBytes * x + 1];
-    p2[x] = src[kBytes * x + 2];
-  }
-}
-
-#if defined(__x86_64__)
-PF_TARGET_AVX2 __m128i pick3(__m128i a, __m128i b, __m128i c, __m128i m0, __m128i m1, __m128i m2) {
+inline __m128i pick3(__m128i a, __m128i b, __m128i c, __m128i m0, __m128i m1, __m128i m2) {
   return _mm_or_si128(_mm_or_si128(_mm_shuffle_epi8(a, m0), _mm_shuffle_epi8(b, m1)), _mm_shuffle_epi8(c, m2));
 }
 
-PF_TARGET_AVX2 void split_rgb_avx2(const uint8_t* src, size_t width, uint8_t* p0, uint8_t* p1, uint8_t* p2) {
+}  // namespace
+
+void split_rgb_avx2(const uint8_t* src, size_t width, uint8_t* p0, uint8_t* p1, uint8_t* p2) {
   // 16 pixels (48 bytes) at a time: each 16-byte third holds 5 or 6 bytes of each channel; one
   // shuffle per third gathers them, and ORing the three thirds' shuffles puts 16 in order.
   const __m128i r0 = _mm_setr_epi8(0, 3, 6, 9, 12, 15, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1);
@@ -48,10 +33,10 @@ PF_TARGET_AVX2 void split_rgb_avx2(const uint8_t* src, size_t width, uint8_t* p0
     _mm_storeu_si128(reinterpret_cast<__m128i*>(p1 + x), pick3(a, b, c, g0, g1, g2));
     _mm_storeu_si128(reinterpret_cast<__m128i*>(p2 + x), pick3(a, b, c, b0, b1, b2));
   }
-  split_portable<3>(src + 3 * x, width - x, p0 + x, p1 + x, p2 + x);
+  split_rgb_portable(src + 3 * x, width - x, p0 + x, p1 + x, p2 + x);
 }
 
-PF_TARGET_AVX2 void split_rgba_avx2(const uint8_t* src, size_t width, uint8_t* p0, uint8_t* p1, uint8_t* p2) {
+void split_rgba_avx2(const uint8_t* src, size_t width, uint8_t* p0, uint8_t* p1, uint8_t* p2) {
   // 32 pixels (128 bytes) at a time. Per 8-pixel load: a shuffle groups each lane's 4 pixels by
   // channel (dwords R G B A), a dword permute puts each channel's 8 bytes in one qword (R G B A
   // qwords); then qword unpacks and lane permutes across the four loads put 32 of a channel in order.
@@ -70,50 +55,7 @@ PF_TARGET_AVX2 void split_rgba_avx2(const uint8_t* src, size_t width, uint8_t* p
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(p1 + x), _mm256_permute2x128_si256(ga01, ga23, 0x20));
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(p2 + x), _mm256_permute2x128_si256(rb01, rb23, 0x31));
   }
-  split_portable<4>(src + 4 * x, width - x, p0 + x, p1 + x, p2 + x);
-}
-#elif defined(__aarch64__) || defined(__arm__)
-// 16 pixels at a time: ld3/ld4 de-interleave by themselves.
-template <size_t kBytes>
-PF_TARGET_NEON void split_neon(const uint8_t* src, size_t width, uint8_t* p0, uint8_t* p1, uint8_t* p2) {
-  size_t x = 0;
-  for (; x + 16 <= width; x += 16) {
-    uint8x16_t v[3];
-    if constexpr (kBytes == 3) {
-      const uint8x16x3_t px = vld3q_u8(src + 3 * x);
-      v[0] = px.val[0], v[1] = px.val[1], v[2] = px.val[2];
-    } else {
-      const uint8x16x4_t px = vld4q_u8(src + 4 * x);
-      v[0] = px.val[0], v[1] = px.val[1], v[2] = px.val[2];
-    }
-    vst1q_u8(p0 + x, v[0]);
-    vst1q_u8(p1 + x, v[1]);
-    vst1q_u8(p2 + x, v[2]);
-  }
-  split_portable<kBytes>(src + kBytes * x, width - x, p0 + x, p1 + x, p2 + x);
-}
-#endif
-
-}  // namespace
-
-const char* split_planes_kernel() { return avx2_or_neon_form(); }
-
-void split_rgb_planes(const uint8_t* src, size_t width, uint8_t* p0, uint8_t* p1, uint8_t* p2) {
-#if defined(__x86_64__)
-  if (cpu_has_avx2()) return split_rgb_avx2(src, width, p0, p1, p2);
-#elif defined(__aarch64__) || defined(__arm__)
-  if (cpu_has_neon()) return split_neon<3>(src, width, p0, p1, p2);
-#endif
-  split_portable<3>(src, width, p0, p1, p2);
-}
-
-void split_rgba_planes(const uint8_t* src, size_t width, uint8_t* p0, uint8_t* p1, uint8_t* p2) {
-#if defined(__x86_64__)
-  if (cpu_has_avx2()) return split_rgba_avx2(src, width, p0, p1, p2);
-#elif defined(__aarch64__) || defined(__arm__)
-  if (cpu_has_neon()) return split_neon<4>(src, width, p0, p1, p2);
-#endif
-  split_portable<4>(src, width, p0, p1, p2);
+  split_rgba_portable(src + 4 * x, width - x, p0 + x, p1 + x, p2 + x);
 }
 
 }  // namespace patchfuse

@@ -1,0 +1,157 @@
+// The frames path's per-ISA loops (resize passes, plane splits, gather rows) and the one table
+// that knows which forms exist (dispatch.cc). Each form lives in frames/kernels/<family>_<form>.cc,
+// compiled with its own ISA flags (runtime/CMakeLists.txt), and the session takes the table's row
+// for its SIMD level once, at create; nothing asks the CPU per row.
+//
+// Rules for the ISA files, so that no code built with AVX-512 or dotprod flags can be picked by
+// the linker for a caller on a smaller CPU (an inline or template function outside an anonymous
+// namespace is a COMDAT copy the linker may keep from any translation unit): they include only
+// intrinsics headers, <cstddef>, <cstdint>, <cstring> and headers of this folder; everything but
+// the entry points below sits in an anonymous namespace; helpers in shared headers are static or
+// in anonymous namespaces too. FrameKernels.OnlyEntryPointsAreGlobal (tests/CMakeLists.txt) runs nm
+// on every form's objects and fails on any other global or weak symbol.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "runtime/core/cpu_features.h"
+
+namespace patchfuse {
+
+// What the GEMM gets for a pixel: (u8 - 128) / 256, in [-0.5, 0.5). Exact in f32, bf16 and f16
+// (at most 8 significant bits, a power-of-two scale), centred so partial sums stay small, and of
+// unit scale so the folded weights (W * rescale / std * 256) stay in f16's normal range. Raw
+// 0..255 inputs lost up to 30% of max |ref| in XNNPACK's f16 accumulation, and centred pixels with
+// weights scaled by 1/255/std (subnormal in f16) still up to 18% (both seen under qemu-aarch64).
+constexpr int kPixelCentre = 128;
+constexpr double kPixelScale = 1.0 / 256;
+
+// Pillow's fixed point: coefficients with 22 fractional bits (Resample.c's PRECISION_BITS).
+constexpr int kPilPrecisionBits = 32 - 8 - 2;
+// The most taps the horizontal kernels take (8 coefficients an output); wider windows run the
+// Resizer's scalar pass.
+constexpr size_t kPilKernelTaps = 8;
+
+// Pillow's rounding clip of a fixed-point sum to a byte.
+static inline uint8_t pil_clip8(int32_t v) {
+  v >>= kPilPrecisionBits;
+  return static_cast<uint8_t>(v < 0 ? 0 : v > 255 ? 255 : v);
+}
+
+// The horizontal kernels' tables (built by resize_tables.cc from the Resizer's coefficients), as
+// plain pointers: per block of `block` outputs in lanes of 4, in one of two forms.
+//  - pairs (AVX2, AVX-512, NEON): per pair of taps the byte shuffle (pshufb, tbl) that places each
+//    output's two pixels as int16, and the pair's coefficients split as k = 256 * hi + lo (hi
+//    signed, lo 0..255) so int16 multiply-adds are exact;
+//  - quads (NEON with ARMv8.2's dot product): per group of 4 taps the tbl indices that place each
+//    output's 4 pixels in its int32 lane, and the coefficients as three signed bytes,
+//    k = d0 + 256 * d1 + 65536 * d2, which sdot multiplies by the pixels less 128; per output,
+//    128 * (its coefficients' sum) puts the 128 back.
+struct TapTablesView {
+  size_t block = 8;                      // outputs a block: 8 (AVX2, NEON) or 16 (AVX-512)
+  const uint8_t* ok = nullptr;           // per block: its windows fit the kernel
+  size_t pairs = 0;
+  const uint8_t* index = nullptr;        // per block and pair: 4 shuffle bytes an output
+  const int16_t* hi = nullptr;           // per block and pair: 2 coefficient halves an output
+  const int16_t* lo = nullptr;
+  size_t groups = 0;
+  const uint8_t* quad_index = nullptr;   // per block and group: 4 tbl indices an output
+  const int8_t* digits = nullptr;        // per block, group and digit (d0, d1, d2): 4 bytes an output
+  const int32_t* bias = nullptr;         // per output of a block: 128 * its coefficients' sum
+};
+
+// The pil horizontal pass over outputs [c0, c1) of a source row given as R, G, B planes `stride`
+// bytes apart (each with 16 bytes of slack): first[c] is output c's first source pixel, k8 its
+// kPilKernelTaps coefficients (zeros past its tap count). Writes (c1 - c0) RGB pixels to dst.
+using PilHorizontalFn = void (*)(const uint8_t* planes, size_t stride, const TapTablesView& t, const int32_t* first,
+                                 const int32_t* k8, size_t c0, size_t c1, uint8_t* dst);
+// The pil vertical pass: out[x] from rows[0..count)[x] and coefficients k, x < n; 1 <= count <= 64.
+using PilVerticalFn = void (*)(const uint8_t* const* rows, const int32_t* k, int32_t count, size_t n, uint8_t* out);
+// 3 (rgb) or 4 (rgba, alpha dropped) interleaved bytes a pixel -> bytes 0, 1, 2 to p0, p1, p2.
+using SplitFn = void (*)(const uint8_t* src, size_t width, uint8_t* p0, uint8_t* p1, uint8_t* p2);
+// The rows of merge row `mh` of a gather block (gather.h), from channel planes of `width` bytes
+// a row (16 bytes of slack), as f32 or bf16 bits.
+using EmitRowsF32Fn = void (*)(const uint8_t* planes, size_t width, int64_t P, int64_t M, int64_t grid_w,
+                               int64_t channels, int64_t tps, int64_t mh, int64_t k, float* out);
+using EmitRowsBf16Fn = void (*)(const uint8_t* planes, size_t width, int64_t P, int64_t M, int64_t grid_w,
+                                int64_t channels, int64_t tps, int64_t mh, int64_t k, uint16_t* out);
+
+// A form's name is the session's (pf_session_info.frame_kernels). The portable resize form has no
+// rows: the Resizer's own scalar passes (any tap count, on the interleaved row) are portable.
+struct ResizeForm {
+  const char* name;
+  size_t block;  // TapTablesView.block
+  bool quads;    // TapTablesView's form: quads (sdot) or pairs
+  PilHorizontalFn horizontal;
+  PilVerticalFn vertical;
+};
+struct PlanesForm {
+  const char* name;
+  SplitFn rgb, rgba;
+};
+struct GatherForm {
+  const char* name;
+  EmitRowsF32Fn f32;
+  EmitRowsBf16Fn bf16;
+};
+struct FrameKernels {
+  SimdLevel level;
+  ResizeForm resize;
+  PlanesForm planes;
+  GatherForm gather;
+};
+
+// The forms a level runs (dispatch.cc). The caller makes sure the CPU has the level: simd_level()
+// (the CPU's, capped by PATCHFUSE_MAX_CPU_ISA) or one below it.
+const FrameKernels& frame_kernels(SimdLevel level);
+// frame_kernels(simd_level()): what sessions, tools and benches run.
+inline const FrameKernels& best_frame_kernels() { return frame_kernels(simd_level()); }
+
+// The entry points, by form. Portable: the oracles, the fallbacks, and the vector forms' tails.
+void pil_horizontal_k8_portable(const uint8_t* planes, size_t stride, const int32_t* first, const int32_t* k8,
+                                size_t c0, size_t c1, uint8_t* dst);
+void pil_vertical_from_portable(const uint8_t* const* rows, const int32_t* k, int32_t count, size_t x, size_t n,
+                                uint8_t* out);
+void split_rgb_portable(const uint8_t* src, size_t width, uint8_t* p0, uint8_t* p1, uint8_t* p2);
+void split_rgba_portable(const uint8_t* src, size_t width, uint8_t* p0, uint8_t* p1, uint8_t* p2);
+void emit_rows_f32_portable(const uint8_t* planes, size_t width, int64_t P, int64_t M, int64_t grid_w,
+                            int64_t channels, int64_t tps, int64_t mh, int64_t k, float* out);
+void emit_rows_bf16_portable(const uint8_t* planes, size_t width, int64_t P, int64_t M, int64_t grid_w,
+                             int64_t channels, int64_t tps, int64_t mh, int64_t k, uint16_t* out);
+// int8 kernels take the pixels as they are: their rows are copies, one form everywhere.
+void emit_rows_u8_portable(const uint8_t* planes, size_t width, int64_t P, int64_t M, int64_t grid_w,
+                           int64_t channels, int64_t tps, int64_t mh, int64_t k, uint8_t* out);
+
+// x86-64 (declared everywhere; only dispatch.cc names them, under its architecture's #if).
+void pil_horizontal_k8_avx2(const uint8_t* planes, size_t stride, const int32_t* first, const int32_t* k8, size_t c0,
+                            size_t c1, uint8_t* dst);
+void pil_horizontal_pairs_avx2(const uint8_t* planes, size_t stride, const TapTablesView& t, const int32_t* first,
+                               const int32_t* k8, size_t c0, size_t c1, uint8_t* dst);
+void pil_vertical_avx2(const uint8_t* const* rows, const int32_t* k, int32_t count, size_t n, uint8_t* out);
+void split_rgb_avx2(const uint8_t* src, size_t width, uint8_t* p0, uint8_t* p1, uint8_t* p2);
+void split_rgba_avx2(const uint8_t* src, size_t width, uint8_t* p0, uint8_t* p1, uint8_t* p2);
+void emit_rows_f32_avx2(const uint8_t* planes, size_t width, int64_t P, int64_t M, int64_t grid_w, int64_t channels,
+                        int64_t tps, int64_t mh, int64_t k, float* out);
+void emit_rows_bf16_avx2(const uint8_t* planes, size_t width, int64_t P, int64_t M, int64_t grid_w, int64_t channels,
+                         int64_t tps, int64_t mh, int64_t k, uint16_t* out);
+void pil_horizontal_pairs_avx512(const uint8_t* planes, size_t stride, const TapTablesView& t, const int32_t* first,
+                                 const int32_t* k8, size_t c0, size_t c1, uint8_t* dst);
+void pil_vertical_avx512(const uint8_t* const* rows, const int32_t* k, int32_t count, size_t n, uint8_t* out);
+void pil_horizontal_pairs_avx512_vnni(const uint8_t* planes, size_t stride, const TapTablesView& t,
+                                      const int32_t* first, const int32_t* k8, size_t c0, size_t c1, uint8_t* dst);
+void pil_vertical_avx512_vnni(const uint8_t* const* rows, const int32_t* k, int32_t count, size_t n, uint8_t* out);
+// ARM: aarch64 and armhf; the dot-product form on aarch64 only.
+void pil_horizontal_pairs_neon(const uint8_t* planes, size_t stride, const TapTablesView& t, const int32_t* first,
+                               const int32_t* k8, size_t c0, size_t c1, uint8_t* dst);
+void pil_vertical_neon(const uint8_t* const* rows, const int32_t* k, int32_t count, size_t n, uint8_t* out);
+void split_rgb_neon(const uint8_t* src, size_t width, uint8_t* p0, uint8_t* p1, uint8_t* p2);
+void split_rgba_neon(const uint8_t* src, size_t width, uint8_t* p0, uint8_t* p1, uint8_t* p2);
+void emit_rows_f32_neon(const uint8_t* planes, size_t width, int64_t P, int64_t M, int64_t grid_w, int64_t channels,
+                        int64_t tps, int64_t mh, int64_t k, float* out);
+void emit_rows_bf16_neon(const uint8_t* planes, size_t width, int64_t P, int64_t M, int64_t grid_w, int64_t channels,
+                         int64_t tps, int64_t mh, int64_t k, uint16_t* out);
+void pil_horizontal_dot_neon_dotprod(const uint8_t* planes, size_t stride, const TapTablesView& t,
+                                     const int32_t* first, const int32_t* k8, size_t c0, size_t c1, uint8_t* dst);
+
+}  // namespace patchfuse

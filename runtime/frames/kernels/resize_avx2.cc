@@ -1,0 +1,146 @@
+// The pil passes with AVX2 (compiled with -mavx2). Integer sums in another order are the same
+// sums, so the bytes are Pillow's. Horizontal: each output channel is a dot product of 8
+// consecutive bytes of that channel's plane with 8 coefficients (zero past the output's tap count).
+#include <immintrin.h>
+
+#include <cstring>
+
+#include "runtime/frames/kernels/kernels.h"
+#include "runtime/frames/kernels/resize_row_pairs.h"
+
+namespace patchfuse {
+namespace {
+
+__m128i clip8x4(__m128i sum) {
+  const __m128i v = _mm_srai_epi32(_mm_add_epi32(sum, _mm_set1_epi32(1 << (kPilPrecisionBits - 1))), kPilPrecisionBits);
+  return _mm_min_epi32(_mm_max_epi32(v, _mm_setzero_si128()), _mm_set1_epi32(255));
+}
+
+__m256i dot8(const uint8_t* p, const int32_t* k) {
+  const __m256i v = _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p)));
+  return _mm256_mullo_epi32(v, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(k)));
+}
+
+// Rounds and shifts 8 sums given as 256 * hi + lo (see TapTablesView). The clamp to 0..255 is the
+// saturating packs that follow (int32 -> uint16 -> uint8): exact, as a shifted sum is at most 64
+// taps * 255 * 2 (|k| < 2^23) < 2^15 in magnitude, so no value wraps on the way.
+__m256i shift8x8(__m256i hi, __m256i lo) {
+  const __m256i sum = _mm256_add_epi32(_mm256_add_epi32(_mm256_slli_epi32(hi, 8), lo),
+                                       _mm256_set1_epi32(1 << (kPilPrecisionBits - 1)));
+  return _mm256_srai_epi32(sum, kPilPrecisionBits);
+}
+
+}  // namespace
+
+// Four dot products sharing one reduction.
+// planes: R, G, B planes of the source row, `stride` bytes apart, each with kPilKernelTaps bytes of slack
+// after its last pixel. k8: kPilKernelTaps coefficients per output. Writes outputs [c0, c1) as RGB.
+void pil_horizontal_k8_avx2(const uint8_t* planes, size_t stride, const int32_t* first, const int32_t* k8,
+                                        size_t c0, size_t c1, uint8_t* dst) {
+  size_t c = c0;
+  // R0..R3 G0..G3 B0..B3 (bytes 0..11 after packing) -> R0 G0 B0 R1 G1 B1 ...
+  const __m128i interleave = _mm_setr_epi8(0, 4, 8, 1, 5, 9, 2, 6, 10, 3, 7, 11, -1, -1, -1, -1);
+  for (; c + 4 <= c1; c += 4) {
+    const int32_t* k = k8 + c * kPilKernelTaps;
+    __m128i rgb[3];
+    for (size_t ch = 0; ch < 3; ++ch) {
+      const uint8_t* p = planes + ch * stride;
+      const __m256i h = _mm256_hadd_epi32(_mm256_hadd_epi32(dot8(p + first[c], k), dot8(p + first[c + 1], k + 8)),
+                                          _mm256_hadd_epi32(dot8(p + first[c + 2], k + 16), dot8(p + first[c + 3], k + 24)));
+      rgb[ch] = clip8x4(_mm_add_epi32(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1)));
+    }
+    const __m128i bytes = _mm_shuffle_epi8(
+        _mm_packus_epi16(_mm_packus_epi32(rgb[0], rgb[1]), _mm_packus_epi32(rgb[2], _mm_setzero_si128())), interleave);
+    uint8_t* d = dst + (c - c0) * 3;
+    _mm_storel_epi64(reinterpret_cast<__m128i*>(d), bytes);  // 12 bytes, none past this block
+    const int32_t last = _mm_extract_epi32(bytes, 2);
+    std::memcpy(d + 8, &last, 4);
+  }
+  pil_horizontal_k8_portable(planes, stride, first, k8, c, c1, dst + (c - c0) * 3);
+}
+
+// The same pass two taps at a time, 8 outputs of each channel per block: each 128-bit lane holds 16
+// plane bytes from its 4 outputs' first tap on; per pair of taps one byte shuffle gives the 4
+// outputs' two pixels as int16, and two int16 multiply-adds (madd) with the coefficients' high and
+// low parts give exact int32 sums (|hi| < 2^15, 0 <= lo < 256). A shuffle, two madds and their
+// adds do what four 32-bit multiplies did. Blocks whose windows do not fit 16 bytes (scales above
+// ~2) fall back to pil_horizontal_k8_avx2.
+void pil_horizontal_pairs_avx2(const uint8_t* planes, size_t stride, const TapTablesView& t,
+                                              const int32_t* first, const int32_t* k8, size_t c0, size_t c1,
+                                              uint8_t* dst) {
+  const __m256i interleave = _mm256_broadcastsi128_si256(_mm_setr_epi8(0, 4, 8, 1, 5, 9, 2, 6, 10, 3, 7, 11, -1, -1, -1, -1));
+  const size_t blocks = (c1 - c0) / 8;
+  for (size_t b = 0; b < blocks; ++b) {
+    const size_t x = c0 + 8 * b;
+    uint8_t* d = dst + (x - c0) * 3;
+    if (!t.ok[b]) {
+      pil_horizontal_k8_avx2(planes, stride, first, k8, x, x + 8, d);
+      continue;
+    }
+    const __m256i* idx = reinterpret_cast<const __m256i*>(&t.index[b * t.pairs * 32]);
+    const __m256i* kh = reinterpret_cast<const __m256i*>(&t.hi[b * t.pairs * 16]);
+    const __m256i* kl = reinterpret_cast<const __m256i*>(&t.lo[b * t.pairs * 16]);
+    __m256i w[3], hi[3], lo[3];
+    for (size_t ch = 0; ch < 3; ++ch) {
+      const uint8_t* p = planes + ch * stride;
+      w[ch] = _mm256_inserti128_si256(
+          _mm256_castsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + first[x]))),
+          _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + first[x + 4])), 1);
+      hi[ch] = lo[ch] = _mm256_setzero_si256();
+    }
+    for (size_t i = 0; i < t.pairs; ++i) {
+      const __m256i ix = _mm256_loadu_si256(idx + i), h = _mm256_loadu_si256(kh + i), l = _mm256_loadu_si256(kl + i);
+      for (size_t ch = 0; ch < 3; ++ch) {
+        const __m256i px = _mm256_shuffle_epi8(w[ch], ix);
+        hi[ch] = _mm256_add_epi32(hi[ch], _mm256_madd_epi16(px, h));
+        lo[ch] = _mm256_add_epi32(lo[ch], _mm256_madd_epi16(px, l));
+      }
+    }
+    // Per lane: R0..3 G0..3 B0..3 as bytes, then interleaved to 12 RGB bytes.
+    const __m256i bytes = _mm256_shuffle_epi8(
+        _mm256_packus_epi16(_mm256_packus_epi32(shift8x8(hi[0], lo[0]), shift8x8(hi[1], lo[1])),
+                            _mm256_packus_epi32(shift8x8(hi[2], lo[2]), _mm256_setzero_si256())),
+        interleave);
+    const __m128i bl = _mm256_castsi256_si128(bytes), bh = _mm256_extracti128_si256(bytes, 1);
+    _mm_storel_epi64(reinterpret_cast<__m128i*>(d), bl);
+    const int32_t lo_last = _mm_extract_epi32(bl, 2), hi_last = _mm_extract_epi32(bh, 2);
+    std::memcpy(d + 8, &lo_last, 4);
+    _mm_storel_epi64(reinterpret_cast<__m128i*>(d + 12), bh);
+    std::memcpy(d + 20, &hi_last, 4);
+  }
+  pil_horizontal_k8_avx2(planes, stride, first, k8, c0 + 8 * blocks, c1, dst + 8 * blocks * 3);
+}
+
+// interleaved, so one madd per coefficient half (see TapTablesView) adds both rows' products exactly.
+void pil_vertical_avx2(const uint8_t* const* rows, const int32_t* k, int32_t count, size_t n,
+                                      uint8_t* out) {
+  const RowPairs rp(rows, k, count);
+  const int32_t pairs = rp.pairs;
+  const uint8_t* const* r = rp.rows;
+  __m256i kh[RowPairs::kMax], kl[RowPairs::kMax];
+  for (int32_t i = 0; i < pairs; ++i) {
+    kh[i] = _mm256_set1_epi32(rp.hi[i]);
+    kl[i] = _mm256_set1_epi32(rp.lo[i]);
+  }
+  size_t x = 0;
+  for (; x + 16 <= n; x += 16) {
+    __m256i hi_a = _mm256_setzero_si256(), lo_a = hi_a, hi_b = hi_a, lo_b = hi_a;
+    for (int32_t i = 0; i < pairs; ++i) {
+      const __m256i a = _mm256_cvtepu8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(r[2 * i] + x)));
+      const __m256i b = _mm256_cvtepu8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(r[2 * i + 1] + x)));
+      const __m256i ab_lo = _mm256_unpacklo_epi16(a, b), ab_hi = _mm256_unpackhi_epi16(a, b);  // x 0-3|8-11, 4-7|12-15
+      hi_a = _mm256_add_epi32(hi_a, _mm256_madd_epi16(ab_lo, kh[i]));
+      lo_a = _mm256_add_epi32(lo_a, _mm256_madd_epi16(ab_lo, kl[i]));
+      hi_b = _mm256_add_epi32(hi_b, _mm256_madd_epi16(ab_hi, kh[i]));
+      lo_b = _mm256_add_epi32(lo_b, _mm256_madd_epi16(ab_hi, kl[i]));
+    }
+    // packus_epi32 per lane: x 0-3, 4-7 | 8-11, 12-15, so the words are in order.
+    const __m256i words = _mm256_packus_epi32(shift8x8(hi_a, lo_a), shift8x8(hi_b, lo_b));
+    const __m128i bytes = _mm_packus_epi16(_mm256_castsi256_si128(words), _mm256_extracti128_si256(words, 1));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(out + x), bytes);
+  }
+  pil_vertical_from_portable(rows, k, count, x, n, out);
+}
+
+
+}  // namespace patchfuse

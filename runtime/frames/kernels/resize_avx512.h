@@ -1,0 +1,101 @@
+// The pil passes on 512-bit vectors (AVX-512 F, BW and VL): twice the outputs per instruction,
+// the same integer sums, so the same bytes. Written once over a multiply-add Madd, which
+// resize_avx512.cc (madd + add) and resize_avx512_vnni.cc (vpdpwssd) define and compile for their
+// own flags.
+#pragma once
+
+#include <immintrin.h>
+
+#include "runtime/frames/kernels/kernels.h"
+#include "runtime/frames/kernels/resize_row_pairs.h"
+
+namespace patchfuse {
+namespace {
+
+__m512i shift8x16(__m512i hi, __m512i lo) {  // shift8x8's, 16 sums
+  const __m512i sum = _mm512_add_epi32(_mm512_add_epi32(_mm512_slli_epi32(hi, 8), lo),
+                                       _mm512_set1_epi32(1 << (kPilPrecisionBits - 1)));
+  return _mm512_srai_epi32(sum, kPilPrecisionBits);
+}
+
+// pil_horizontal_pairs_avx2 with four lanes of 4 outputs: 16 outputs a block (TapTablesView.block 16).
+// Madd::apply(acc, a, b): acc + the int16 pairs' multiply-adds of a and b.
+template <class Madd>
+void horizontal_pairs_avx512(const uint8_t* planes, size_t stride, const TapTablesView& t,
+                                              const int32_t* first, const int32_t* k8, size_t c0, size_t c1,
+                                              uint8_t* dst) {
+  const __m512i interleave =
+      _mm512_broadcast_i32x4(_mm_setr_epi8(0, 4, 8, 1, 5, 9, 2, 6, 10, 3, 7, 11, -1, -1, -1, -1));
+  // Each lane's 12 RGB bytes are its first three dwords: these put the 48 bytes together.
+  const __m512i compact = _mm512_setr_epi32(0, 1, 2, 4, 5, 6, 8, 9, 10, 12, 13, 14, 0, 0, 0, 0);
+  const size_t blocks = (c1 - c0) / 16;
+  for (size_t b = 0; b < blocks; ++b) {
+    const size_t x = c0 + 16 * b;
+    uint8_t* d = dst + (x - c0) * 3;
+    if (!t.ok[b]) {
+      pil_horizontal_k8_avx2(planes, stride, first, k8, x, x + 16, d);
+      continue;
+    }
+    const uint8_t* idx = &t.index[b * t.pairs * 64];
+    const int16_t* kh = &t.hi[b * t.pairs * 32];
+    const int16_t* kl = &t.lo[b * t.pairs * 32];
+    __m512i w[3], hi[3], lo[3];
+    for (size_t ch = 0; ch < 3; ++ch) {
+      const uint8_t* p = planes + ch * stride;
+      __m512i v = _mm512_castsi128_si512(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + first[x])));
+      v = _mm512_inserti32x4(v, _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + first[x + 4])), 1);
+      v = _mm512_inserti32x4(v, _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + first[x + 8])), 2);
+      w[ch] = _mm512_inserti32x4(v, _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + first[x + 12])), 3);
+      hi[ch] = lo[ch] = _mm512_setzero_si512();
+    }
+    for (size_t i = 0; i < t.pairs; ++i) {
+      const __m512i ix = _mm512_loadu_si512(idx + 64 * i), h = _mm512_loadu_si512(kh + 32 * i),
+                    l = _mm512_loadu_si512(kl + 32 * i);
+      for (size_t ch = 0; ch < 3; ++ch) {
+        const __m512i px = _mm512_shuffle_epi8(w[ch], ix);
+        hi[ch] = Madd::apply(hi[ch], px, h);
+        lo[ch] = Madd::apply(lo[ch], px, l);
+      }
+    }
+    const __m512i bytes = _mm512_shuffle_epi8(
+        _mm512_packus_epi16(_mm512_packus_epi32(shift8x16(hi[0], lo[0]), shift8x16(hi[1], lo[1])),
+                            _mm512_packus_epi32(shift8x16(hi[2], lo[2]), _mm512_setzero_si512())),
+        interleave);
+    _mm512_mask_storeu_epi32(d, 0x0FFF, _mm512_permutexvar_epi32(compact, bytes));
+  }
+  pil_horizontal_k8_avx2(planes, stride, first, k8, c0 + 16 * blocks, c1, dst + 16 * blocks * 3);
+}
+
+// pil_vertical_avx2 on 32 values at a time; the last, shorter step masks its loads and stores.
+template <class Madd>
+void vertical_avx512(const uint8_t* const* rows, const int32_t* k, int32_t count, size_t n,
+                                      uint8_t* out) {
+  const RowPairs rp(rows, k, count);
+  const int32_t pairs = rp.pairs;
+  const uint8_t* const* r = rp.rows;
+  __m512i kh[RowPairs::kMax], kl[RowPairs::kMax];
+  for (int32_t i = 0; i < pairs; ++i) {
+    kh[i] = _mm512_set1_epi32(rp.hi[i]);
+    kl[i] = _mm512_set1_epi32(rp.lo[i]);
+  }
+  for (size_t x = 0; x < n; x += 32) {
+    const size_t m = n - x < 32 ? n - x : 32;
+    const auto mask = static_cast<__mmask32>(m == 32 ? ~0u : (1u << m) - 1);
+    __m512i hi_a = _mm512_setzero_si512(), lo_a = hi_a, hi_b = hi_a, lo_b = hi_a;
+    for (int32_t i = 0; i < pairs; ++i) {
+      const __m512i a = _mm512_cvtepu8_epi16(_mm256_maskz_loadu_epi8(mask, r[2 * i] + x));
+      const __m512i b = _mm512_cvtepu8_epi16(_mm256_maskz_loadu_epi8(mask, r[2 * i + 1] + x));
+      const __m512i ab_lo = _mm512_unpacklo_epi16(a, b), ab_hi = _mm512_unpackhi_epi16(a, b);
+      hi_a = Madd::apply(hi_a, ab_lo, kh[i]);
+      lo_a = Madd::apply(lo_a, ab_lo, kl[i]);
+      hi_b = Madd::apply(hi_b, ab_hi, kh[i]);
+      lo_b = Madd::apply(lo_b, ab_hi, kl[i]);
+    }
+    // packus_epi32 per lane puts each lane's 8 words in order, as in the AVX2 pass.
+    const __m512i words = _mm512_packus_epi32(shift8x16(hi_a, lo_a), shift8x16(hi_b, lo_b));
+    _mm256_mask_storeu_epi8(out + x, mask, _mm512_cvtusepi16_epi8(words));  // saturating, as packus_epi16
+  }
+}
+
+}  // namespace
+}  // namespace patchfuse

@@ -1,0 +1,59 @@
+#include "runtime/frames/resize_tables.h"
+
+#include <algorithm>
+#include <cstdlib>
+
+namespace patchfuse {
+
+void build_tap_tables(const AxisFilter& h, size_t c0, size_t c1, size_t block, bool quads, TapTables& t) {
+  const auto taps = static_cast<size_t>(*std::max_element(h.count.begin(), h.count.end()));
+  const size_t blocks = (c1 - c0) / block, lanes = block / 4;
+  t.block = block;
+  t.ok.assign(blocks, 1);
+  if (quads) {
+    t.groups = (taps + 3) / 4;
+    t.quad_index.assign(blocks * t.groups * 16 * lanes, 0x80);
+    t.digits.assign(blocks * t.groups * 3 * 16 * lanes, 0);
+    t.bias.assign(blocks * block, 0);
+  } else {
+    t.pairs = (taps + 1) / 2;
+    t.index.assign(blocks * t.pairs * 16 * lanes, 0x80);
+    t.hi.assign(blocks * t.pairs * 8 * lanes, 0);
+    t.lo.assign(blocks * t.pairs * 8 * lanes, 0);
+  }
+  for (size_t b = 0; b < blocks; ++b) {
+    const size_t x = c0 + block * b;
+    for (size_t j = 0; j < block && t.ok[b]; ++j) {
+      const int32_t offset = h.first[x + j] - h.first[x + j / 4 * 4];
+      if (offset + static_cast<int32_t>(taps) > 16) t.ok[b] = 0;
+      int64_t sum = 0;
+      for (size_t i = 0; i < taps && t.ok[b]; ++i) {
+        const int32_t k = h.fixed[(x + j) * h.taps + i];
+        const auto at = static_cast<uint8_t>(offset + static_cast<int32_t>(i));
+        sum += k;
+        if (!quads) {
+          const size_t pair = b * t.pairs + i / 2;
+          t.index[pair * 16 * lanes + 4 * j + 2 * (i % 2)] = at;
+          t.hi[pair * 8 * lanes + 2 * j + i % 2] = static_cast<int16_t>(k >> 8);
+          t.lo[pair * 8 * lanes + 2 * j + i % 2] = static_cast<int16_t>(k & 255);
+          continue;
+        }
+        const size_t group = b * t.groups + i / 4;
+        t.quad_index[group * 16 * lanes + 4 * j + i % 4] = at;
+        int32_t rest = k;
+        for (size_t digit = 0; digit < 3; ++digit) {
+          const int32_t d = digit < 2 ? ((rest + 128) & 255) - 128 : rest;  // -128..127, the last one checked
+          if (d < -128 || d > 127) t.ok[b] = 0;
+          t.digits[(3 * group + digit) * 16 * lanes + 4 * j + i % 4] = static_cast<int8_t>(d);
+          rest = (rest - d) / 256;
+        }
+      }
+      if (quads && t.ok[b]) {
+        if (128 * std::abs(sum) >= (int64_t{1} << 30)) t.ok[b] = 0;
+        t.bias[block * b + j] = static_cast<int32_t>(128 * sum);
+      }
+    }
+  }
+}
+
+}  // namespace patchfuse

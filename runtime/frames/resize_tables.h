@@ -1,0 +1,52 @@
+// A resize axis's coefficients and the vector kernels' tables built from them (resize.h's
+// Resizer makes both; frames/kernels/ reads the tables through TapTablesView).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "runtime/frames/kernels/kernels.h"
+
+namespace patchfuse {
+
+// One axis: for each output index the first input index, the tap count and the taps (fixed point
+// for kPil, float for kTorch), or for NEAREST the input index alone.
+struct AxisFilter {
+  size_t taps = 0;                 // the most taps any output index has
+  std::vector<int32_t> first, count;
+  std::vector<int32_t> fixed;      // kPil: taps * outputs
+  std::vector<float> weights;      // kTorch: taps * outputs
+};
+
+// The horizontal kernels' tables (empty for the scalar pass), owned; view() is what the kernels
+// read (kernels.h's TapTablesView documents the two forms):
+struct TapTables {
+  size_t block = 8;              // outputs a block: 8 (AVX2, NEON) or 16 (AVX-512)
+  std::vector<uint8_t> ok;       // per block: its windows fit the kernel
+  size_t pairs = 0;
+  std::vector<uint8_t> index;    // per block and pair: 4 shuffle bytes an output
+  std::vector<int16_t> hi, lo;   // per block and pair: 2 coefficient halves an output (its 2 taps)
+  size_t groups = 0;
+  std::vector<uint8_t> quad_index;  // per block and group: 4 tbl indices an output
+  std::vector<int8_t> digits;       // per block, group and digit (d0, d1, d2): 4 bytes an output
+  std::vector<int32_t> bias;        // per output of a block: 128 * its coefficients' sum
+  TapTablesView view() const {
+    return {block, ok.data(), pairs, index.data(), hi.data(), lo.data(), groups, quad_index.data(), digits.data(), bias.data()};
+  }
+};
+
+
+// The horizontal kernels' tables (TapTables) for columns [c0, c1) of axis h, `block` outputs a
+// block (8 for the AVX2 and NEON kernels, 16 for the AVX-512 one) in lanes of 4, as pairs or, for
+// the dot-product kernel, quads. Output j's taps go to bytes 4j.. of its lane: pairs put the two
+// pixels of a pair at 4j and 4j + 2 as int16 (zeros between), quads a group's four pixels at
+// 4j..4j + 3. A tap past an output's last reads a zero or any pixel with coefficient 0. Pairs and
+// groups cover the most taps an output has, not the table width: that is one less (2 *
+// ceil(support) + 1 rounds the window up), a pair fewer for the bicubic scales camera frames see.
+// A block is not ok (the kernels run it with the 8-tap scalar loop) where a lane's windows do not
+// fit its 16 source bytes (scales above ~2), or a coefficient its quad digits (|k| < 2^23 fits
+// pairs; quads need -128 <= d2 <= 127 and |128 * sum| < 2^30, which normalized filters meet).
+void build_tap_tables(const AxisFilter& h, size_t c0, size_t c1, size_t block, bool quads, TapTables& t);
+
+}  // namespace patchfuse

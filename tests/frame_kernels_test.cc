@@ -1,0 +1,165 @@
+// Every frames kernel form this CPU has (frames/kernels/dispatch.cc's table), in one process,
+// against the portable form byte for byte: the plane splits, the gather rows (f32 and bf16 bits),
+// and the resize passes through the Resizer on sizes around each form's block width. The portable
+// forms themselves are held to Pillow and the processors' pixel_values by resize_test,
+// frames_test and images_test, which also walk every level. A level above what the CPU has (or
+// what PATCHFUSE_MAX_CPU_ISA allows) is skipped, saying so.
+#include "runtime/frames/kernels/kernels.h"
+
+#include <gtest/gtest.h>
+
+#include <random>
+#include <string>
+#include <vector>
+
+#include "runtime/frames/resize.h"
+
+namespace patchfuse {
+namespace {
+
+std::vector<uint8_t> random_bytes(size_t n, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::vector<uint8_t> v(n);
+  for (auto& b : v) b = static_cast<uint8_t>(rng());
+  return v;
+}
+
+class FrameKernels : public ::testing::TestWithParam<SimdLevel> {
+ protected:
+  void SetUp() override {
+    if (GetParam() > simd_level()) {
+      GTEST_SKIP() << simd_level_name(GetParam()) << ": above this process's level " << simd_level_name(simd_level())
+                   << " (the CPU's, capped by PATCHFUSE_MAX_CPU_ISA)";
+    }
+  }
+  const patchfuse::FrameKernels& form() const { return frame_kernels(GetParam()); }
+  static const patchfuse::FrameKernels& portable() { return frame_kernels(SimdLevel::kBaseline); }
+};
+
+// Each level runs the forms named for it: the session prints these names.
+TEST_P(FrameKernels, EachLevelRunsItsNamedForms) {
+  const SimdLevel level = GetParam();
+  EXPECT_EQ(form().level, level);
+  const std::string name = simd_level_name(level);
+  if (level == SimdLevel::kBaseline) {
+    EXPECT_STREQ(form().resize.name, "portable");
+    EXPECT_EQ(form().resize.horizontal, nullptr) << "the portable resize is the Resizer's own scalar passes";
+    EXPECT_STREQ(form().planes.name, "portable");
+    EXPECT_STREQ(form().gather.name, "portable");
+    return;
+  }
+  EXPECT_EQ(form().resize.name, name);
+  EXPECT_NE(form().resize.horizontal, nullptr);
+  EXPECT_NE(form().resize.vertical, nullptr);
+#if defined(__x86_64__)
+  const char* rows = "avx2";  // AVX-512 adds resize forms only
+  EXPECT_EQ(form().resize.block, level >= SimdLevel::kAvx512 ? 16u : 8u);
+#else
+  const char* rows = "neon";
+  EXPECT_EQ(form().resize.block, 8u);
+  EXPECT_EQ(form().resize.quads, level == SimdLevel::kNeonDotprod);
+#endif
+  EXPECT_STREQ(form().planes.name, rows);
+  EXPECT_STREQ(form().gather.name, rows);
+}
+
+// Widths 0 to 70 cover each split's vector width (16, 32) with every tail; the bytes after each
+// plane's width stay untouched.
+TEST_P(FrameKernels, PlaneSplitsAreThePortableSplits) {
+  constexpr size_t kGuard = 64;
+  for (const size_t bytes : {3u, 4u}) {
+    const SplitFn split = bytes == 3 ? form().planes.rgb : form().planes.rgba;
+    const SplitFn oracle = bytes == 3 ? portable().planes.rgb : portable().planes.rgba;
+    for (size_t width = 0; width <= 70; ++width) {
+      const auto src = random_bytes(width * bytes + 1, static_cast<uint32_t>(width * 7 + bytes));
+      std::vector<uint8_t> got(3 * (width + kGuard), 0xA5), want(got.size(), 0xA5);
+      const size_t stride = width + kGuard;
+      split(src.data(), width, got.data(), got.data() + stride, got.data() + 2 * stride);
+      oracle(src.data(), width, want.data(), want.data() + stride, want.data() + 2 * stride);
+      ASSERT_EQ(got, want) << bytes << " bytes a pixel, width " << width;
+    }
+  }
+}
+
+// The rows of one merge row from planes of random bytes: patch sizes 14 and 16 (the vector rows)
+// and 8 (the portable row inside each form), merges 1 and 2, one or two time steps.
+TEST_P(FrameKernels, GatherRowsAreThePortableRows) {
+  for (const int64_t P : {8, 14, 16}) {
+    for (const int64_t M : {1, 2}) {
+      for (const int64_t tps : {1, 2}) {
+        const int64_t channels = 3, grid_w = 4 * M, k = channels * tps * P * P;
+        const auto width = static_cast<size_t>(grid_w * P);
+        const auto planes = random_bytes(static_cast<size_t>(tps * channels * P) * width + 16,
+                                         static_cast<uint32_t>(P * 100 + M * 10 + tps));
+        const auto rows = static_cast<size_t>(M * grid_w * k) + 32;  // the block's rows and a guard
+        for (int64_t mh = 0; mh < M; ++mh) {
+          SCOPED_TRACE(testing::Message() << "P " << P << " M " << M << " tps " << tps << " mh " << mh);
+          std::vector<float> got(rows, -7.0f), want(rows, -7.0f);
+          form().gather.f32(planes.data(), width, P, M, grid_w, channels, tps, mh, k, got.data());
+          portable().gather.f32(planes.data(), width, P, M, grid_w, channels, tps, mh, k, want.data());
+          ASSERT_EQ(got, want);
+          std::vector<uint16_t> got16(rows, 0xBEEF), want16(rows, 0xBEEF);
+          form().gather.bf16(planes.data(), width, P, M, grid_w, channels, tps, mh, k, got16.data());
+          portable().gather.bf16(planes.data(), width, P, M, grid_w, channels, tps, mh, k, want16.data());
+          ASSERT_EQ(got16, want16);
+        }
+      }
+    }
+  }
+}
+
+std::vector<uint8_t> resize(const ResizeSpec& spec, const std::vector<uint8_t>& src,
+                            const patchfuse::FrameKernels& kernels, std::string* kernel) {
+  const Resizer r = Resizer::create(spec, kernels).value();
+  *kernel = r.kernel();
+  ImageView v;
+  v.width = spec.src_w;
+  v.height = spec.src_h;
+  v.planes[0] = src.data();
+  v.row_stride[0] = spec.src_w * 3;
+  std::vector<uint8_t> scratch(r.scratch_bytes(v));
+  std::vector<uint8_t> out(spec.out_h * spec.out_w * 3 + 48, 0x5A);  // and a guard
+  r.run(v, 0, spec.out_h, scratch.data(), out.data());
+  return out;
+}
+
+// Pillow's five filters with taps (nearest has none), output widths around the form's block (one
+// less, equal, one more, several blocks and a tail), scales 0.3 to 3 (some blocks' windows do not
+// fit a vector and take the scalar loop), and heights whose vertical windows have 2 to about 30
+// taps.
+TEST_P(FrameKernels, ResizesAreThePortableResizes) {
+  const size_t block = form().resize.block;
+  int vector_runs = 0;
+  for (const Resample filter :
+       {Resample::kBox, Resample::kBilinear, Resample::kHamming, Resample::kBicubic, Resample::kLanczos}) {
+    for (const size_t out_w : {block - 1, block, block + 1, 3 * block + 5, size_t{97}}) {
+      for (const double scale : {0.3, 0.75, 1.0, 1.6, 2.2, 3.0}) {
+        ResizeSpec spec;
+        spec.filter = filter;
+        spec.src_w = std::max<size_t>(1, static_cast<size_t>(static_cast<double>(out_w) * scale));
+        spec.src_h = static_cast<size_t>(9 * scale) + 1 + out_w % 5 * 4;
+        spec.resized_w = spec.out_w = out_w;
+        spec.resized_h = spec.out_h = 9;
+        const auto src = random_bytes(spec.src_h * spec.src_w * 3, static_cast<uint32_t>(out_w * 1000 + scale * 10));
+        SCOPED_TRACE(testing::Message() << resample_name(filter) << " " << spec.src_h << "x" << spec.src_w << " -> "
+                                        << spec.out_h << "x" << spec.out_w);
+        std::string kernel, oracle_kernel;
+        const auto got = resize(spec, src, form(), &kernel);
+        const auto want = resize(spec, src, portable(), &oracle_kernel);
+        EXPECT_EQ(oracle_kernel, "portable");
+        EXPECT_EQ(kernel, form().resize.name);
+        vector_runs += kernel != "portable";
+        ASSERT_EQ(got, want);
+      }
+    }
+  }
+  if (GetParam() != SimdLevel::kBaseline) {
+    EXPECT_EQ(vector_runs, 5 * 5 * 6) << "every case ran the vector form";
+  }
+}
+
+std::string level_name(const ::testing::TestParamInfo<SimdLevel>& info) { return simd_level_name(info.param); }
+INSTANTIATE_TEST_SUITE_P(Levels, FrameKernels, ::testing::ValuesIn(kSimdLevels), level_name);
+
+}  // namespace
+}  // namespace patchfuse
