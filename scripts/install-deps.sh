@@ -22,6 +22,7 @@ packages=(
   libdnnl-dev                               # x86-64 backend
   libxnnpack-dev libpthreadpool-dev libcpuinfo-dev   # ARM (and x86-64) backend
   libgemmlowp-dev                           # int8 backend (ARM; also built on x86-64)
+  go-md2man                                 # man pages from docs/ (cmake/ManPages.cmake)
 )
 for set in "$@"; do
   case "$set" in

@@ -39,7 +39,7 @@ for deb in "$out"/debs-*/*.deb; do
     done
   done
 done
-echo "== lintian (every tag it reports is listed with the reason in README 'Using patchfuse in your project')"
+echo "== lintian (every tag it reports is listed with the reason in docs/packaging.md)"
 lintian --tag-display-limit 0 "$out"/debs-*/*.deb | sort | uniq -c | tee "$out/lintian.txt" || true
 
 echo "--- 2. find_package against the native install tree"

@@ -223,7 +223,7 @@ TEST_F(OneDnnIsa, Int8SumsAreExactAtTheWeightWidthItUses) {
   std::vector<float> y(16 * out);
   ASSERT_EQ(s->run_frames(&f, 1, 56, 56, 56 * 3, y.data()), "");
   const ModuleView view = read_model(bytes.data(), bytes.size(), "m.pfb").value().modules.at(0);
-  const Int8Weights q = quantize_int8(fold_normalization(view, *view.preprocessing, true), max_q);
+  const Int8Weights q = quantize_int8(fold_normalization(conv_weights(view), *view.preprocessing, true), max_q);
   double worst = 0, max_ref = 0;
   for (size_t o = 0; o < out; ++o) {
     for (size_t j = 0; j < k / 2; ++j) ASSERT_EQ(std::abs(q.weight[o * (k / 2) + j]), max_q) << "not an extreme weight";

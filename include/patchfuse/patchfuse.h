@@ -87,7 +87,7 @@ typedef PF_ENUM(pf_path) {
   PF_PATH_UNFUSED = 1 /**< the backend's own convolution on the original [N, C, kt, kh, kw] view */
 } pf_path;
 
-/** What a run writes. See pf_session_run_grid and the README's model-type table. */
+/** What a run writes. See pf_session_run_grid and docs/encoder-input.md's model-type table. */
 typedef PF_ENUM(pf_output_stage) {
   PF_OUTPUT_PATCHES = 0,      /**< the patch-embedding conv's output: [t*h*w, embed_dim] */
   PF_OUTPUT_ENCODER_INPUT = 1 /**< the vision encoder's first block input, exactly as Hugging Face computes it:

@@ -7,10 +7,21 @@
 #include <cstdint>
 #include <vector>
 
+#include "runtime/core/dtype.h"
 #include "runtime/frames/preprocessing.h"
-#include "runtime/model/model_view.h"
 
 namespace patchfuse {
+
+// A Conv3d's weights as the fold reads them: [embed_dim, channels, frames, kh * kw] in `dtype`,
+// and the bias (embed_dim values, or none). The model layer makes it from a module (conv_weights
+// in model/model_view.h): the frames layer does not read models.
+struct ConvWeights {
+  const uint8_t* weight = nullptr;
+  DType dtype = DType::kF32;
+  const uint8_t* bias = nullptr;  // null: no bias
+  DType bias_dtype = DType::kF32;
+  int64_t embed_dim = 0, channels = 0, frames = 0, pixels = 0;  // pixels: kh * kw
+};
 
 struct FoldedWeights {
   int64_t k = 0;              // row length: C*T*P*P (video) or C*P*P (still image)
@@ -25,7 +36,7 @@ struct FoldedWeights {
 // `still`: Hugging Face repeats a still image temporal_patch_size times, so
 //   W_still[o,c,y,x] = sum_t W'[o,c,t,y,x], and b' is the same.
 // The module's geometry must have passed check_preprocessing(p).
-FoldedWeights fold_normalization(const ModuleView& m, const Preprocessing& p, bool still);
+FoldedWeights fold_normalization(const ConvWeights& m, const Preprocessing& p, bool still);
 
 // int8 on uint8 frames: the pixels need no quantization, so only the weights lose precision.
 // For the raw u8 the kernel then gets, W'' = W' / 256 is quantized symmetrically per output

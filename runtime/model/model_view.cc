@@ -271,4 +271,19 @@ Result<ModelView> read_model(const uint8_t* data, size_t size, const std::string
   return model;
 }
 
+ConvWeights conv_weights(const ModuleView& m) {
+  ConvWeights w;
+  w.weight = m.weight.data;
+  w.dtype = m.weight.dtype;
+  if (m.bias) {
+    w.bias = m.bias->data;
+    w.bias_dtype = m.bias->dtype;
+  }
+  w.embed_dim = m.geometry.embed_dim;
+  w.channels = m.geometry.in_channels;
+  w.frames = m.geometry.kernel[0];
+  w.pixels = m.geometry.kernel[1] * m.geometry.kernel[2];
+  return w;
+}
+
 }  // namespace patchfuse

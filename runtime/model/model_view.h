@@ -14,6 +14,7 @@
 #include "runtime/core/result.h"
 #include "runtime/encoder_input/encoder_input.h"
 #include "runtime/frames/preprocessing.h"
+#include "runtime/frames/weight_transforms.h"
 #include "runtime/rules/fusion_rules.h"
 
 namespace patchfuse {
@@ -43,6 +44,10 @@ struct ModuleView {
   std::optional<Preprocessing> preprocessing;  // passed check_preprocessing against `geometry`
   std::optional<EncoderInputSpec> encoder_input;  // passed EncoderInputSpec::check; none in older files
 };
+
+// The module's conv weights as the frames layer's fold takes them (frames/weight_transforms.h);
+// `m`'s geometry is a Conv3d's (as_conv3d for a Conv2d).
+ConvWeights conv_weights(const ModuleView& m);
 
 struct ModelView {
   uint32_t schema_version = 0;

@@ -16,6 +16,7 @@
 #include "runtime/frames/resize.h"
 #include "runtime/frames/weight_transforms.h"
 #include "runtime/session/recently_used.h"
+#include "runtime/session/timed.h"
 #include "runtime/session/weights_cache.h"
 
 namespace patchfuse {
@@ -210,5 +211,10 @@ class Session {
   RecentlyUsed<GridTerms> terms_;
   std::vector<float> window_rows_;  // window order: a chunk of kernel rows before they go to their slots
 };
+
+template <class V>
+void Session::grow(V& buffer, size_t size) {
+  if (buffer.size() < size) timed(profile_.setup_ms, [&] { buffer.resize(size); });
+}
 
 }  // namespace patchfuse

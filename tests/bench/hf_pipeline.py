@@ -4,7 +4,7 @@ frame for Qwen2-VL (real geometry: Conv3d 3 -> 1280, kernel 2x14x14, f32): Pillo
 smart_resize's 728x1288 (BICUBIC), the processor's rescale/normalize/patchify in NumPy
 (tests/fixtures/frames/make_frames.py's copy of it), then PyTorch's nn.Conv3d on pixel_values.
 Prints the median of each step over --runs; set beside `patchfuse-bench --image 720x1280
---threads 1` on a Qwen2-VL-shaped model (README, Performance)."""
+--threads 1` on a Qwen2-VL-shaped model (docs/performance.md)."""
 import os
 import statistics
 import sys

@@ -2,7 +2,7 @@
 """How far apart transformers' two resize backends are on the camera fixtures: Pillow's
 Image.resize (the pil semantics) against torch's float32 antialiased interpolation with round and
 clamp (the torch semantics), in pixels and in Qwen2-VL-shaped embeddings (the frames fixture's
-Conv3d). The README quotes what this prints."""
+Conv3d). docs/camera.md quotes what this prints."""
 import json
 import os
 import sys

@@ -40,7 +40,7 @@ int main(int argc, char** argv) {
   if (!file.ok() || !frames || !want_npy.ok()) return std::fprintf(stderr, "cannot load %s\n", dir.c_str()), 1;
   const ModuleView& m = file->view.modules.at(0);
   const Preprocessing& p = *m.preprocessing;
-  const FoldedWeights f = fold_normalization(m, p, true);
+  const FoldedWeights f = fold_normalization(conv_weights(m), p, true);
   const Int8Weights q = quantize_int8(f);
   const auto k = static_cast<size_t>(f.k), out = f.bias.size();
   const FrameGrid g = frame_grid(p, 1, frames->height, frames->width).value();  // refuses any other size

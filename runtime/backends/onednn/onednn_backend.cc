@@ -1,7 +1,7 @@
 // The fused GEMM is a dnnl::matmul in f32 and bf16. In int8 it is a 1x1 convolution over the N
 // patches in nhwc, whose [1, K, 1, N] source and [1, O, 1, N] destination are the same bytes as
 // [N, K] and [N, O] rows: oneDNN 2.6's int8 1x1 convolution kernels beat its u8 x s8 matmul on
-// every ISA (README, "Design notes").
+// every ISA (docs/design.md).
 // Primitives are created per batch size on first use and cached (oneDNN 2.6's fast kernels need a
 // static M), each with the weights layout it prefers: a matmul's never depends on N, an int8
 // convolution's takes one of two by N and thread count, and a primitive forced into another layout

@@ -1,0 +1,31 @@
+# ctest: every long flag a tool's --help lists is documented on its docs page, as `--flag`
+# (in text or in the usage block), so docs/ and the tools cannot drift apart. Man pages are made
+# from the same pages (cmake/man_page.py), so they follow.
+#   cmake "-DTOOL=<emulator;binary>" [-DSUBCOMMANDS="a;b"] -DPAGE=<docs/x.md> -P this
+cmake_minimum_required(VERSION 3.18)
+file(READ ${PAGE} doc)
+set(missing)
+foreach(sub IN ITEMS - ${SUBCOMMANDS})  # "-": the tool's own --help
+  if(sub STREQUAL "-")
+    execute_process(COMMAND ${TOOL} --help OUTPUT_VARIABLE help RESULT_VARIABLE rc)
+  else()
+    execute_process(COMMAND ${TOOL} ${sub} --help OUTPUT_VARIABLE help RESULT_VARIABLE rc)
+  endif()
+  if(NOT rc EQUAL 0)
+    message(FATAL_ERROR "${TOOL} ${sub} --help exited ${rc}")
+  endif()
+  string(REGEX MATCHALL "--[a-z][a-z0-9-]*" flags "${help}")
+  list(REMOVE_DUPLICATES flags)
+  foreach(flag IN LISTS flags)
+    string(FIND "${doc}" "${flag}" at)
+    if(at EQUAL -1)
+      list(APPEND missing "${flag}")
+    endif()
+  endforeach()
+endforeach()
+if(missing)
+  list(REMOVE_DUPLICATES missing)
+  list(JOIN missing " " listed)
+  message(FATAL_ERROR "${PAGE} does not document these flags of ${TOOL}'s --help: ${listed}")
+endif()
+message(STATUS "${PAGE}: every flag of ${TOOL}'s --help is documented")
