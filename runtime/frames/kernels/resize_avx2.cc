@@ -36,7 +36,7 @@ __m256i shift8x8(__m256i hi, __m256i lo) {
 // planes: R, G, B planes of the source row, `stride` bytes apart, each with kPilKernelTaps bytes of slack
 // after its last pixel. k8: kPilKernelTaps coefficients per output. Writes outputs [c0, c1) as RGB.
 void pil_horizontal_k8_avx2(const uint8_t* planes, size_t stride, const int32_t* first, const int32_t* k8,
-                                        size_t c0, size_t c1, uint8_t* dst) {
+                            size_t c0, size_t c1, uint8_t* dst) {
   size_t c = c0;
   // R0..R3 G0..G3 B0..B3 (bytes 0..11 after packing) -> R0 G0 B0 R1 G1 B1 ...
   const __m128i interleave = _mm_setr_epi8(0, 4, 8, 1, 5, 9, 2, 6, 10, 3, 7, 11, -1, -1, -1, -1);
@@ -66,8 +66,8 @@ void pil_horizontal_k8_avx2(const uint8_t* planes, size_t stride, const int32_t*
 // adds do what four 32-bit multiplies did. Blocks whose windows do not fit 16 bytes (scales above
 // ~2) fall back to pil_horizontal_k8_avx2.
 void pil_horizontal_pairs_avx2(const uint8_t* planes, size_t stride, const TapTablesView& t,
-                                              const int32_t* first, const int32_t* k8, size_t c0, size_t c1,
-                                              uint8_t* dst) {
+                               const int32_t* first, const int32_t* k8, size_t c0, size_t c1,
+                               uint8_t* dst) {
   const __m256i interleave = _mm256_broadcastsi128_si256(_mm_setr_epi8(0, 4, 8, 1, 5, 9, 2, 6, 10, 3, 7, 11, -1, -1, -1, -1));
   const size_t blocks = (c1 - c0) / 8;
   for (size_t b = 0; b < blocks; ++b) {
@@ -113,7 +113,7 @@ void pil_horizontal_pairs_avx2(const uint8_t* planes, size_t stride, const TapTa
 
 // interleaved, so one madd per coefficient half (see TapTablesView) adds both rows' products exactly.
 void pil_vertical_avx2(const uint8_t* const* rows, const int32_t* k, int32_t count, size_t n,
-                                      uint8_t* out) {
+                       uint8_t* out) {
   const RowPairs rp(rows, k, count);
   const int32_t pairs = rp.pairs;
   const uint8_t* const* r = rp.rows;

@@ -22,8 +22,8 @@ __m512i shift8x16(__m512i hi, __m512i lo) {  // shift8x8's, 16 sums
 // Madd::apply(acc, a, b): acc + the int16 pairs' multiply-adds of a and b.
 template <class Madd>
 void horizontal_pairs_avx512(const uint8_t* planes, size_t stride, const TapTablesView& t,
-                                              const int32_t* first, const int32_t* k8, size_t c0, size_t c1,
-                                              uint8_t* dst) {
+                             const int32_t* first, const int32_t* k8, size_t c0, size_t c1,
+                             uint8_t* dst) {
   const __m512i interleave =
       _mm512_broadcast_i32x4(_mm_setr_epi8(0, 4, 8, 1, 5, 9, 2, 6, 10, 3, 7, 11, -1, -1, -1, -1));
   // Each lane's 12 RGB bytes are its first three dwords: these put the 48 bytes together.
@@ -69,7 +69,7 @@ void horizontal_pairs_avx512(const uint8_t* planes, size_t stride, const TapTabl
 // pil_vertical_avx2 on 32 values at a time; the last, shorter step masks its loads and stores.
 template <class Madd>
 void vertical_avx512(const uint8_t* const* rows, const int32_t* k, int32_t count, size_t n,
-                                      uint8_t* out) {
+                     uint8_t* out) {
   const RowPairs rp(rows, k, count);
   const int32_t pairs = rp.pairs;
   const uint8_t* const* r = rp.rows;

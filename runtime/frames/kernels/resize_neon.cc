@@ -17,7 +17,7 @@ template <size_t Pairs>
 struct PairsLane {
   static constexpr int kShift = kHalvesShift;
   static void sums(const TapTablesView& t, size_t b, size_t lane, const uint8x16_t (&w)[3],
-                                  int32x4_t (&out)[3]) {
+                   int32x4_t (&out)[3]) {
     const uint8_t* idx = &t.index[b * t.pairs * 32 + 16 * lane];
     const int16_t* kh = &t.hi[b * t.pairs * 16 + 8 * lane];
     const int16_t* kl = &t.lo[b * t.pairs * 16 + 8 * lane];
@@ -85,7 +85,7 @@ constexpr size_t kVerticalBlocks = 1;
 // Returns the values done (multiples of 16).
 template <size_t... I>
 size_t vertical_unrolled(const uint8_t* const* rows, const int16_t* halves, size_t n, uint8_t* out,
-                                        std::index_sequence<I...>) {
+                         std::index_sequence<I...>) {
   const uint8_t* const r[] = {rows[I]...};
   int16x4_t c[(sizeof...(I) + 1) / 2];  // (hi, lo) of taps 2j and 2j + 1
   for (size_t j = 0; j < (sizeof...(I) + 1) / 2; ++j) c[j] = vld1_s16(halves + 4 * j);
@@ -108,8 +108,8 @@ size_t vertical_unrolled(const uint8_t* const* rows, const int16_t* halves, size
 }  // namespace
 
 void pil_horizontal_pairs_neon(const uint8_t* planes, size_t stride, const TapTablesView& t,
-                                              const int32_t* first, const int32_t* k8, size_t c0, size_t c1,
-                                              uint8_t* dst) {
+                               const int32_t* first, const int32_t* k8, size_t c0, size_t c1,
+                               uint8_t* dst) {
   static_assert(kPilKernelTaps == 8, "tables exist for at most 8 taps: 1 to 4 pairs");
   switch (t.pairs) {  // at least 1: every output has a tap
     case 1: return horizontal_blocks_neon<PairsLane<1>>(planes, stride, t, first, k8, c0, c1, dst);
@@ -125,7 +125,7 @@ void pil_horizontal_pairs_neon(const uint8_t* planes, size_t stride, const TapTa
 // registers (5 taps: 11 instructions a tap instead of 15); longer windows loop over the taps,
 // each tap's halves one 8-byte load.
 void pil_vertical_neon(const uint8_t* const* rows, const int32_t* k, int32_t count, size_t n,
-                                      uint8_t* out) {
+                       uint8_t* out) {
   int16_t halves[2 * 64 + 2];  // (hi, lo) per tap (count <= 64), and the last load's 2 spare lanes
   for (int32_t i = 0; i < count; ++i) {
     halves[2 * i] = static_cast<int16_t>(k[i] >> 8);

@@ -85,7 +85,7 @@ inline int32x4_t mull_high(int16x8_t a, int16x8_t b) {
 // each output's two products in adjacent lanes. The first pair starts the sums (smull).
 template <bool First>
 inline void horizontal_pair(const uint8x16_t (&w)[3], const uint8_t* idx, const int16_t* kh,
-                                           const int16_t* kl, int32x4_t (&h)[3][2], int32x4_t (&l)[3][2]) {
+                            const int16_t* kl, int32x4_t (&h)[3][2], int32x4_t (&l)[3][2]) {
   const uint8x16_t index = vld1q_u8(idx);
   const int16x8_t kh8 = vld1q_s16(kh), kl8 = vld1q_s16(kl);
   for (size_t ch = 0; ch < 3; ++ch) {
@@ -107,8 +107,8 @@ inline void horizontal_pair(const uint8x16_t (&w)[3], const uint8_t* idx, const 
 // A lane's pairs, unrolled for a fixed count (sizeof...(I)).
 template <size_t... I>
 inline void horizontal_pairs_unrolled(const uint8x16_t (&w)[3], const uint8_t* idx, const int16_t* kh,
-                                                     const int16_t* kl, int32x4_t (&h)[3][2], int32x4_t (&l)[3][2],
-                                                     std::index_sequence<I...>) {
+                                      const int16_t* kl, int32x4_t (&h)[3][2], int32x4_t (&l)[3][2],
+                                      std::index_sequence<I...>) {
   (horizontal_pair<I == 0>(w, idx + 32 * I, kh + 16 * I, kl + 16 * I, h, l), ...);
 }
 
@@ -119,8 +119,8 @@ inline void horizontal_pairs_unrolled(const uint8x16_t (&w)[3], const uint8_t* i
 // Blocks that do not fit and the tail run the scalar loop.
 template <class Lane>
 inline void horizontal_blocks_neon(const uint8_t* planes, size_t stride, const TapTablesView& t,
-                                                  const int32_t* first, const int32_t* k8, size_t c0, size_t c1,
-                                                  uint8_t* dst) {
+                                   const int32_t* first, const int32_t* k8, size_t c0, size_t c1,
+                                   uint8_t* dst) {
   const size_t blocks = (c1 - c0) / 8;
   for (size_t b = 0; b < blocks; ++b) {
     const size_t x = c0 + 8 * b;

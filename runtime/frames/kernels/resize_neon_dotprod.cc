@@ -24,7 +24,7 @@ template <size_t Groups>
 struct DotLane {
   static constexpr int kShift = kDigitsShift;
   static void sums(const TapTablesView& t, size_t b, size_t lane, const uint8x16_t (&window)[3],
-                                          int32x4_t (&out)[3]) {
+                   int32x4_t (&out)[3]) {
     int8x16_t w[3];
     for (size_t ch = 0; ch < 3; ++ch) w[ch] = vreinterpretq_s8_u8(veorq_u8(window[ch], vdupq_n_u8(0x80)));
     const int32x4_t bias = vld1q_s32(&t.bias[8 * b + 4 * lane]);

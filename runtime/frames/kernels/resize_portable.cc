@@ -7,7 +7,7 @@ namespace patchfuse {
 
 // tail, and their blocks whose windows do not fit a vector.
 void pil_horizontal_k8_portable(const uint8_t* planes, size_t stride, const int32_t* first, const int32_t* k8, size_t c0,
-                       size_t c1, uint8_t* dst) {
+                                size_t c1, uint8_t* dst) {
   for (size_t c = c0; c < c1; ++c) {
     for (size_t ch = 0; ch < 3; ++ch) {
       const uint8_t* p = planes + ch * stride + first[c];
