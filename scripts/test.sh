@@ -4,7 +4,8 @@
 #   scripts/test.sh            everything below, in this order (CI)
 #   scripts/test.sh native     native build; the suite as the CPU is, then with oneDNN capped to AVX2
 #   scripts/test.sh sanitize   the suite under ASan+UBSan; the concurrency tests under TSan
-#   scripts/test.sh fuzz [S]   every libFuzzer target for S seconds (default 45: eight targets in CI's time budget)
+#   scripts/test.sh fuzz [S]   every libFuzzer target for S seconds, one a core (default 20: eight targets in
+#                              CI's time budget; the corpus starts from the seeds and committed regressions)
 #   scripts/test.sh arm        aarch64 and armhf cross builds, the suite under qemu (needs native)
 #   scripts/test.sh packages   .debs, lintian, and examples/embed against installs and packages
 #                              (needs the native and ARM build folders: scripts/packages.sh)
@@ -43,7 +44,10 @@ fi
 
 if wants sanitize; then
   # Every report aborts the test (-fno-sanitize-recover); the CLI tests' tools are sanitized too.
+  # -O1 -g1: the optimization ASan is made for and line tables for its reports, not full debug
+  # information; the benchmarks are not built (nothing runs them there).
   step "asan+ubsan: configure + build" bash -c "cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+      -DCMAKE_CXX_FLAGS_RELWITHDEBINFO='-O1 -g1 -DNDEBUG' -DPATCHFUSE_BUILD_BENCHMARKS=OFF \
       -DPATCHFUSE_SANITIZE=address,undefined && cmake --build build-asan -j $jobs"
   step "asan+ubsan: ctest" env ASAN_OPTIONS=detect_leaks=1:strict_string_checks=1 UBSAN_OPTIONS=print_stacktrace=1 \
       ctest --test-dir build-asan -j "$jobs" --output-on-failure --no-tests=error
@@ -51,7 +55,7 @@ if wants sanitize; then
   # reports would be about libgomp, not us. The runtime's own sharing (models, sessions, errors)
   # is covered with the reference and XNNPACK backends (pthreadpool included).
   step "tsan: configure + build" bash -c "cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-      -DPATCHFUSE_SANITIZE=thread -DPATCHFUSE_WITH_ONEDNN=OFF && cmake --build build-tsan -j $jobs --target runtime_threads_test"
+      -DCMAKE_CXX_FLAGS_RELWITHDEBINFO='-O1 -g1 -DNDEBUG' -DPATCHFUSE_SANITIZE=thread -DPATCHFUSE_WITH_ONEDNN=OFF && cmake --build build-tsan -j $jobs --target runtime_threads_test"
   # Read the dynamic section instead of piping ldd into grep -q: under pipefail, grep exiting at
   # the first match can kill ldd with SIGPIPE and fail the check on a binary that is fine.
   needed=$(readelf -d build-tsan/tests/runtime_threads_test)
@@ -60,7 +64,7 @@ if wants sanitize; then
 fi
 
 if wants fuzz; then
-  step "fuzz: every target" bash scripts/fuzz.sh "${2:-45}"
+  step "fuzz: every target" bash scripts/fuzz.sh "${2:-20}"
 fi
 
 if wants arm; then
