@@ -22,8 +22,9 @@ import sys
 # The frames path's stages, by the demangled name of the function a block is in (first match).
 STAGES = [
     ("gather", re.compile(r"gather|emit_rows|deinterleave|NeonRow|PortableRow|Avx2Row")),
-    ("resize", re.compile(r"Resizer::run|pil_horizontal|horizontal_blocks|PairsLane|DotLane|pil_vertical|round_narrow8|fold_halves|fold_digits|lookup16|add_pairs|clip8")),
-    ("conversion", re.compile(r"split_neon|split_rgb|split_rgba|split_portable|planes_row|rgb_row|rgba_row")),
+    ("resize", re.compile(r"Resizer::run|pil_horizontal|horizontal_blocks|PairsLane|DotLane|pil_vertical|vertical_unrolled|vertical_tap|round_narrow8|fold_halves|fold_digits|lookup16|add_pairs|clip8")),
+    # split<N>: the plane splits' shared loop (frames/kernels/planes_*.cc), where not inlined.
+    ("conversion", re.compile(r"split_neon|split_rgb|split_rgba|split_portable|split<|planes_row|rgb_row|rgba_row")),
 ]
 # One-time work a session does at creation or on a new size (the resize's tables), not per frame:
 # neither priced nor held against the guard below.
