@@ -94,13 +94,14 @@ TEST_P(FrameKernels, GatherRowsAreThePortableRows) {
         const auto rows = static_cast<size_t>(M * grid_w * k) + 32;  // the block's rows and a guard
         for (int64_t mh = 0; mh < M; ++mh) {
           SCOPED_TRACE(testing::Message() << "P " << P << " M " << M << " tps " << tps << " mh " << mh);
+          const MergeRow row{planes.data(), width, P, M, grid_w, channels, tps, mh, k};
           std::vector<float> got(rows, -7.0f), want(rows, -7.0f);
-          form().gather.f32(planes.data(), width, P, M, grid_w, channels, tps, mh, k, got.data());
-          portable().gather.f32(planes.data(), width, P, M, grid_w, channels, tps, mh, k, want.data());
+          form().gather.f32(row, got.data());
+          portable().gather.f32(row, want.data());
           ASSERT_EQ(got, want);
           std::vector<uint16_t> got16(rows, 0xBEEF), want16(rows, 0xBEEF);
-          form().gather.bf16(planes.data(), width, P, M, grid_w, channels, tps, mh, k, got16.data());
-          portable().gather.bf16(planes.data(), width, P, M, grid_w, channels, tps, mh, k, want16.data());
+          form().gather.bf16(row, got16.data());
+          portable().gather.bf16(row, want16.data());
           ASSERT_EQ(got16, want16);
         }
       }

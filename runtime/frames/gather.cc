@@ -49,7 +49,7 @@ void gather(const uint8_t* const* frames, size_t count, size_t row_stride, size_
                        planes.data() + static_cast<size_t>(t * channels * P + y) * width, plane_stride, kernels.planes.rgb);
         }
       }
-      emit_rows(planes.data(), width, P, M, grid.w, channels, tps, mh, k, block_out);
+      emit_rows({planes.data(), width, P, M, grid.w, channels, tps, mh, k}, block_out);
     }
   }
 }

@@ -43,14 +43,7 @@ struct Avx2Row {
 
 }  // namespace
 
-void emit_rows_f32_avx2(const uint8_t* planes, size_t width, int64_t P, int64_t M, int64_t grid_w, int64_t channels,
-                        int64_t tps, int64_t mh, int64_t k, float* out) {
-  emit_rows_with<Avx2Row>(planes, width, P, M, grid_w, channels, tps, mh, k, out);
-}
-
-void emit_rows_bf16_avx2(const uint8_t* planes, size_t width, int64_t P, int64_t M, int64_t grid_w, int64_t channels,
-                         int64_t tps, int64_t mh, int64_t k, uint16_t* out) {
-  emit_rows_with<Avx2Row>(planes, width, P, M, grid_w, channels, tps, mh, k, out);
-}
+void emit_rows_f32_avx2(const MergeRow& r, float* out) { emit_rows_with<Avx2Row>(r, out); }
+void emit_rows_bf16_avx2(const MergeRow& r, uint16_t* out) { emit_rows_with<Avx2Row>(r, out); }
 
 }  // namespace patchfuse

@@ -4,19 +4,8 @@
 
 namespace patchfuse {
 
-void emit_rows_f32_portable(const uint8_t* planes, size_t width, int64_t P, int64_t M, int64_t grid_w,
-                            int64_t channels, int64_t tps, int64_t mh, int64_t k, float* out) {
-  emit_rows_with<PortableRow>(planes, width, P, M, grid_w, channels, tps, mh, k, out);
-}
-
-void emit_rows_bf16_portable(const uint8_t* planes, size_t width, int64_t P, int64_t M, int64_t grid_w,
-                             int64_t channels, int64_t tps, int64_t mh, int64_t k, uint16_t* out) {
-  emit_rows_with<PortableRow>(planes, width, P, M, grid_w, channels, tps, mh, k, out);
-}
-
-void emit_rows_u8_portable(const uint8_t* planes, size_t width, int64_t P, int64_t M, int64_t grid_w,
-                           int64_t channels, int64_t tps, int64_t mh, int64_t k, uint8_t* out) {
-  emit_rows_with<PortableRow>(planes, width, P, M, grid_w, channels, tps, mh, k, out);
-}
+void emit_rows_f32_portable(const MergeRow& r, float* out) { emit_rows_with<PortableRow>(r, out); }
+void emit_rows_bf16_portable(const MergeRow& r, uint16_t* out) { emit_rows_with<PortableRow>(r, out); }
+void emit_rows_u8_portable(const MergeRow& r, uint8_t* out) { emit_rows_with<PortableRow>(r, out); }
 
 }  // namespace patchfuse

@@ -49,14 +49,16 @@ struct PortableRow {
   }
 };
 
-// The rows of one merge row `mh` of a block, in memory order. `planes` holds the block's P image
+// The rows of one merge row `mh` of a block (MergeRow), in memory order. `planes` holds the block's P image
 // rows of that merge row per time step and channel: plane (t, c) row y at ((t * C + c) * P + y) *
 // width. Rows (bw, mh, mw) of a block are M apart in groups of M, and each row's columns (c, t, y,
 // x) are written one after another, so the output is written in long runs (writing it image row
 // by image row touched every row of the block for each image row).
 template <class Row, class T>
-inline void emit_rows(const uint8_t* planes, size_t width, int64_t P, int64_t M, int64_t grid_w, int64_t channels,
-                      int64_t tps, int64_t mh, int64_t k, T* block_out) {
+inline void emit_rows(const MergeRow& r, T* block_out) {
+  const uint8_t* planes = r.planes;
+  const size_t width = r.width;
+  const int64_t P = r.P, M = r.M, grid_w = r.grid_w, channels = r.channels, tps = r.tps, mh = r.mh, k = r.k;
   for (int64_t bw = 0; bw < grid_w / M; ++bw) {
     for (int64_t mw = 0; mw < M; ++mw) {
       const auto x0 = static_cast<size_t>((bw * M + mw) * P);
@@ -73,12 +75,11 @@ inline void emit_rows(const uint8_t* planes, size_t width, int64_t P, int64_t M,
 
 // emit_rows with Row<T, P> for the patch sizes it has (14 and 16), PortableRow otherwise.
 template <template <class, int64_t> class Row, class T>
-inline void emit_rows_with(const uint8_t* planes, size_t width, int64_t P, int64_t M, int64_t grid_w, int64_t channels,
-                           int64_t tps, int64_t mh, int64_t k, T* block_out) {
-  switch (P) {
-    case 14: return emit_rows<Row<T, 14>>(planes, width, P, M, grid_w, channels, tps, mh, k, block_out);
-    case 16: return emit_rows<Row<T, 16>>(planes, width, P, M, grid_w, channels, tps, mh, k, block_out);
-    default: return emit_rows<PortableRow<T, 0>>(planes, width, P, M, grid_w, channels, tps, mh, k, block_out);
+inline void emit_rows_with(const MergeRow& r, T* block_out) {
+  switch (r.P) {
+    case 14: return emit_rows<Row<T, 14>>(r, block_out);
+    case 16: return emit_rows<Row<T, 16>>(r, block_out);
+    default: return emit_rows<PortableRow<T, 0>>(r, block_out);
   }
 }
 

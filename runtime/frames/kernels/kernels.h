@@ -61,21 +61,37 @@ struct TapTablesView {
   const int32_t* bias = nullptr;         // per output of a block: 128 * its coefficients' sum
 };
 
+// The rows' function types; the entry points below are declared with them, so each signature is
+// written once.
 // The pil horizontal pass over outputs [c0, c1) of a source row given as R, G, B planes `stride`
 // bytes apart (each with 16 bytes of slack): first[c] is output c's first source pixel, k8 its
 // kPilKernelTaps coefficients (zeros past its tap count). Writes (c1 - c0) RGB pixels to dst.
-using PilHorizontalFn = void (*)(const uint8_t* planes, size_t stride, const TapTablesView& t, const int32_t* first,
-                                 const int32_t* k8, size_t c0, size_t c1, uint8_t* dst);
+using PilHorizontal = void(const uint8_t* planes, size_t stride, const TapTablesView& t, const int32_t* first,
+                           const int32_t* k8, size_t c0, size_t c1, uint8_t* dst);
+// The same without tables, 8 taps an output, one output at a time: a form's tail, and its blocks
+// whose windows do not fit a vector.
+using PilHorizontalK8 = void(const uint8_t* planes, size_t stride, const int32_t* first, const int32_t* k8, size_t c0,
+                             size_t c1, uint8_t* dst);
 // The pil vertical pass: out[x] from rows[0..count)[x] and coefficients k, x < n; 1 <= count <= 64.
-using PilVerticalFn = void (*)(const uint8_t* const* rows, const int32_t* k, int32_t count, size_t n, uint8_t* out);
+using PilVertical = void(const uint8_t* const* rows, const int32_t* k, int32_t count, size_t n, uint8_t* out);
 // 3 (rgb) or 4 (rgba, alpha dropped) interleaved bytes a pixel -> bytes 0, 1, 2 to p0, p1, p2.
-using SplitFn = void (*)(const uint8_t* src, size_t width, uint8_t* p0, uint8_t* p1, uint8_t* p2);
-// The rows of merge row `mh` of a gather block (gather.h), from channel planes of `width` bytes
-// a row (16 bytes of slack), as f32 or bf16 bits.
-using EmitRowsF32Fn = void (*)(const uint8_t* planes, size_t width, int64_t P, int64_t M, int64_t grid_w,
-                               int64_t channels, int64_t tps, int64_t mh, int64_t k, float* out);
-using EmitRowsBf16Fn = void (*)(const uint8_t* planes, size_t width, int64_t P, int64_t M, int64_t grid_w,
-                                int64_t channels, int64_t tps, int64_t mh, int64_t k, uint16_t* out);
+using Split = void(const uint8_t* src, size_t width, uint8_t* p0, uint8_t* p1, uint8_t* p2);
+// One merge row `mh` of a gather block (gather.h): the channel planes of its P image rows per time
+// step (`width` bytes a row, 16 bytes of slack), patch size P, merge M, the grid's width in
+// patches, channels, time steps, and k values a row.
+struct MergeRow {
+  const uint8_t* planes;
+  size_t width;
+  int64_t P, M, grid_w, channels, tps, mh, k;
+};
+// Its rows, written from `out` on as f32 or bf16 bits (or, for int8 kernels, the bytes themselves).
+template <class T>
+using EmitRows = void(const MergeRow& row, T* out);
+using PilHorizontalFn = PilHorizontal*;
+using PilVerticalFn = PilVertical*;
+using SplitFn = Split*;
+using EmitRowsF32Fn = EmitRows<float>*;
+using EmitRowsBf16Fn = EmitRows<uint16_t>*;
 
 // A form's name is the session's (pf_session_info.frame_kernels). The portable resize form has no
 // rows: the Resizer's own scalar passes (any tap count, on the interleaved row) are portable.
@@ -108,50 +124,28 @@ const FrameKernels& frame_kernels(SimdLevel level);
 // frame_kernels(simd_level()): what sessions, tools and benches run.
 inline const FrameKernels& best_frame_kernels() { return frame_kernels(simd_level()); }
 
-// The entry points, by form. Portable: the oracles, the fallbacks, and the vector forms' tails.
-void pil_horizontal_k8_portable(const uint8_t* planes, size_t stride, const int32_t* first, const int32_t* k8,
-                                size_t c0, size_t c1, uint8_t* dst);
+// The entry points, by form. Portable: the oracles, the fallbacks, and the vector forms' tails
+// (pil_vertical_from_portable: values [x, n) of the vertical pass). int8 kernels take the pixels
+// as they are: their rows are copies, one form everywhere (emit_rows_u8_portable).
+PilHorizontalK8 pil_horizontal_k8_portable;
 void pil_vertical_from_portable(const uint8_t* const* rows, const int32_t* k, int32_t count, size_t x, size_t n,
                                 uint8_t* out);
-void split_rgb_portable(const uint8_t* src, size_t width, uint8_t* p0, uint8_t* p1, uint8_t* p2);
-void split_rgba_portable(const uint8_t* src, size_t width, uint8_t* p0, uint8_t* p1, uint8_t* p2);
-void emit_rows_f32_portable(const uint8_t* planes, size_t width, int64_t P, int64_t M, int64_t grid_w,
-                            int64_t channels, int64_t tps, int64_t mh, int64_t k, float* out);
-void emit_rows_bf16_portable(const uint8_t* planes, size_t width, int64_t P, int64_t M, int64_t grid_w,
-                             int64_t channels, int64_t tps, int64_t mh, int64_t k, uint16_t* out);
-// int8 kernels take the pixels as they are: their rows are copies, one form everywhere.
-void emit_rows_u8_portable(const uint8_t* planes, size_t width, int64_t P, int64_t M, int64_t grid_w,
-                           int64_t channels, int64_t tps, int64_t mh, int64_t k, uint8_t* out);
-
+Split split_rgb_portable, split_rgba_portable;
+EmitRows<float> emit_rows_f32_portable;
+EmitRows<uint16_t> emit_rows_bf16_portable;
+EmitRows<uint8_t> emit_rows_u8_portable;
 // x86-64 (declared everywhere; only dispatch.cc names them, under its architecture's #if).
-void pil_horizontal_k8_avx2(const uint8_t* planes, size_t stride, const int32_t* first, const int32_t* k8, size_t c0,
-                            size_t c1, uint8_t* dst);
-void pil_horizontal_pairs_avx2(const uint8_t* planes, size_t stride, const TapTablesView& t, const int32_t* first,
-                               const int32_t* k8, size_t c0, size_t c1, uint8_t* dst);
-void pil_vertical_avx2(const uint8_t* const* rows, const int32_t* k, int32_t count, size_t n, uint8_t* out);
-void split_rgb_avx2(const uint8_t* src, size_t width, uint8_t* p0, uint8_t* p1, uint8_t* p2);
-void split_rgba_avx2(const uint8_t* src, size_t width, uint8_t* p0, uint8_t* p1, uint8_t* p2);
-void emit_rows_f32_avx2(const uint8_t* planes, size_t width, int64_t P, int64_t M, int64_t grid_w, int64_t channels,
-                        int64_t tps, int64_t mh, int64_t k, float* out);
-void emit_rows_bf16_avx2(const uint8_t* planes, size_t width, int64_t P, int64_t M, int64_t grid_w, int64_t channels,
-                         int64_t tps, int64_t mh, int64_t k, uint16_t* out);
-void pil_horizontal_pairs_avx512(const uint8_t* planes, size_t stride, const TapTablesView& t, const int32_t* first,
-                                 const int32_t* k8, size_t c0, size_t c1, uint8_t* dst);
-void pil_vertical_avx512(const uint8_t* const* rows, const int32_t* k, int32_t count, size_t n, uint8_t* out);
-void pil_horizontal_pairs_avx512_vnni(const uint8_t* planes, size_t stride, const TapTablesView& t,
-                                      const int32_t* first, const int32_t* k8, size_t c0, size_t c1, uint8_t* dst);
-void pil_vertical_avx512_vnni(const uint8_t* const* rows, const int32_t* k, int32_t count, size_t n, uint8_t* out);
+PilHorizontalK8 pil_horizontal_k8_avx2;
+PilHorizontal pil_horizontal_pairs_avx2, pil_horizontal_pairs_avx512, pil_horizontal_pairs_avx512_vnni;
+PilVertical pil_vertical_avx2, pil_vertical_avx512, pil_vertical_avx512_vnni;
+Split split_rgb_avx2, split_rgba_avx2;
+EmitRows<float> emit_rows_f32_avx2;
+EmitRows<uint16_t> emit_rows_bf16_avx2;
 // ARM: aarch64 and armhf; the dot-product form on aarch64 only.
-void pil_horizontal_pairs_neon(const uint8_t* planes, size_t stride, const TapTablesView& t, const int32_t* first,
-                               const int32_t* k8, size_t c0, size_t c1, uint8_t* dst);
-void pil_vertical_neon(const uint8_t* const* rows, const int32_t* k, int32_t count, size_t n, uint8_t* out);
-void split_rgb_neon(const uint8_t* src, size_t width, uint8_t* p0, uint8_t* p1, uint8_t* p2);
-void split_rgba_neon(const uint8_t* src, size_t width, uint8_t* p0, uint8_t* p1, uint8_t* p2);
-void emit_rows_f32_neon(const uint8_t* planes, size_t width, int64_t P, int64_t M, int64_t grid_w, int64_t channels,
-                        int64_t tps, int64_t mh, int64_t k, float* out);
-void emit_rows_bf16_neon(const uint8_t* planes, size_t width, int64_t P, int64_t M, int64_t grid_w, int64_t channels,
-                         int64_t tps, int64_t mh, int64_t k, uint16_t* out);
-void pil_horizontal_dot_neon_dotprod(const uint8_t* planes, size_t stride, const TapTablesView& t,
-                                     const int32_t* first, const int32_t* k8, size_t c0, size_t c1, uint8_t* dst);
+PilHorizontal pil_horizontal_pairs_neon, pil_horizontal_dot_neon_dotprod;
+PilVertical pil_vertical_neon;
+Split split_rgb_neon, split_rgba_neon;
+EmitRows<float> emit_rows_f32_neon;
+EmitRows<uint16_t> emit_rows_bf16_neon;
 
 }  // namespace patchfuse
