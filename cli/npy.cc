@@ -132,22 +132,27 @@ Result<NpyArray> read_npy(const std::string& path) {
   return a;
 }
 
-Status write_npy_f32(const std::string& path, const std::vector<int64_t>& shape, const float* data) {
+Status write_npy(const std::string& path, const std::string& descr, const std::vector<int64_t>& shape, const void* data) {
+  const size_t item = descr == "<f8" || descr == "<i8" ? 8 : descr == "|u1" ? 1 : 4;
   std::string dims;
   for (int64_t d : shape) dims += cat(d, ",");
   if (shape.size() > 1) dims.pop_back();  // numpy writes (n,) for 1-D and (a, b) otherwise
-  std::string header = cat("{'descr': '<f4', 'fortran_order': False, 'shape': (", dims, "), }");
+  std::string header = cat("{'descr': '", descr, "', 'fortran_order': False, 'shape': (", dims, "), }");
   header.append((64 - (10 + header.size() + 1) % 64) % 64, ' ');  // data starts 64-byte aligned, as numpy does
   header += '\n';
   std::string preamble("\x93NUMPY\x01\x00", 8);
   preamble += static_cast<char>(header.size() & 0xFF);
   preamble += static_cast<char>(header.size() >> 8);
   const size_t n = checked_product(shape).value_or(0);
-  std::vector<uint8_t> out(preamble.size() + header.size() + 4 * n);
+  std::vector<uint8_t> out(preamble.size() + header.size() + item * n);
   std::memcpy(out.data(), preamble.data(), preamble.size());
   std::memcpy(out.data() + preamble.size(), header.data(), header.size());
-  if (n) std::memcpy(out.data() + preamble.size() + header.size(), data, 4 * n);
+  if (n) std::memcpy(out.data() + preamble.size() + header.size(), data, item * n);
   return write_file_atomically(path, out);
+}
+
+Status write_npy_f32(const std::string& path, const std::vector<int64_t>& shape, const float* data) {
+  return write_npy(path, "<f4", shape, data);
 }
 
 }  // namespace patchfuse

@@ -22,6 +22,8 @@ struct NpyArray {
 // Errors name the file and the offending header field and value.
 Result<NpyArray> read_npy(const std::string& path);
 
+// A C-order array of `descr` ("<f4", "<i4", "<i8", "<f8", "|u1"), written atomically.
+Status write_npy(const std::string& path, const std::string& descr, const std::vector<int64_t>& shape, const void* data);
 // float32 C-order array, written atomically.
 Status write_npy_f32(const std::string& path, const std::vector<int64_t>& shape, const float* data);
 

@@ -9,6 +9,7 @@
 #include <string_view>
 #include <vector>
 
+#include "runtime/encoder_input/block_inputs.h"
 #include "runtime/encoder_input/encoder_input.h"
 
 namespace patchfuse {
@@ -33,6 +34,19 @@ struct EncoderSteps {
                                        // generator); 0: image_size / patch
 };
 
+// What the blocks take per grid (runtime/encoder_input/block_inputs.h) and the config class's
+// defaults of the schedule, for a config.json that leaves them out.
+struct BlockSteps {
+  RotaryKind rotary = RotaryKind::kNone;
+  bool segments = false;                    // cu_seqlens
+  int64_t depth = 0, heads = 0;             // defaults; 0: none (only what config.json says)
+  std::vector<int64_t> fullatt;             // Qwen2.5-VL's fullatt_block_indexes default
+  std::vector<int64_t> deepstack;           // Qwen3-VL's deepstack_visual_indexes default
+  bool reads_fullatt = false, reads_deepstack = false;
+  PositionIdsKind position_ids = PositionIdsKind::kNone;
+  int64_t image_size = 0;                   // image_size default (Pixtral, the bucketized towers)
+};
+
 // A step's tensor name for the patch embedding at `module`: `relative` below the module's parent,
 // each leading "../" one level further up.
 std::string encoder_tensor_name(const std::string& module, std::string_view relative);
@@ -55,6 +69,7 @@ struct Architecture {
   bool stride_equals_kernel = true;
   int64_t padding = 0, dilation = 1, groups = 1;
   EncoderSteps encoder;
+  BlockSteps blocks;
 };
 
 const std::vector<Architecture>& architectures();

@@ -143,6 +143,7 @@ Result<ConvertReport> convert_checkpoint(const ConvertOptions& o) {
       }
       if (arch_module) {
         PF_ASSIGN_OR_RETURN(m.encoder_input, encoder_input_record(ckpt, *arch, config, m.path, g, report.notes));
+        PF_ASSIGN_OR_RETURN(m.blocks, block_spec(*arch, config, g, report.notes));
       }
       report.written.push_back(cat(m.path, ": ", layout_name(m.layout), " ", format_dims(m.weight.shape), " ",
                                    dtype_name(m.dtype), m.bias ? " +bias" : ""));

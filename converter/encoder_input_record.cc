@@ -69,4 +69,55 @@ Result<EncoderInputRecord> encoder_input_record(Checkpoint& ckpt, const Architec
   return r;
 }
 
+Result<BlockSpec> block_spec(const Architecture& arch, const VisionConfig& config, const ConvGeometry& geometry,
+                             std::vector<std::string>& notes) {
+  const BlockSteps& steps = arch.blocks;
+  const std::string at = cat(config.file, ": ", config.location == "(top level)" ? "" : config.location + ".");
+  BlockSpec b;
+  b.rotary = steps.rotary;
+  b.segments = steps.segments;
+  b.depth = config.depth.value_or(steps.depth);
+  b.num_heads = config.num_heads.value_or(steps.heads);
+  const int64_t width = geometry.embed_dim;  // the conv's width is the tower's
+  if (config.head_dim) {
+    b.head_dim = *config.head_dim;
+  } else if (b.num_heads > 0 && width % b.num_heads == 0) {
+    b.head_dim = width / b.num_heads;
+  }
+  const bool head_dim_fits = b.head_dim > 0 && b.head_dim % 4 == 0;  // [h | w] halves of head_dim / 2
+  if (b.rotary != RotaryKind::kNone && !head_dim_fits && !config.num_heads && !config.head_dim) {
+    // The width is the checkpoint's own and the head count a default: the patch embedding is
+    // complete without the blocks' inputs, so the model converts and says why it lacks them.
+    b.refused = cat(config.file, " gives no ", config.location, ".num_heads, and the default ", b.num_heads,
+                    " heads of the width ", width, " are not a rotary head_dim (a multiple of 4)");
+    notes.push_back("block inputs not stored: " + b.refused);
+    return b;
+  }
+  PF_CHECK(b.rotary == RotaryKind::kNone || head_dim_fits, Code::kInvalidModel, at, "num_heads ", b.num_heads,
+           config.head_dim ? cat(" and head_dim ", *config.head_dim) : cat(" of the patch embedding's width ", width),
+           " give no rotary head_dim: it must be a multiple of 4 (the rotary tables' h and w halves of head_dim / 2)");
+  // The vision RoPE is built without a config field (theta 10000); Pixtral reads its config's.
+  if (b.rotary == RotaryKind::kPixtral) b.rope_theta = config.rope_theta.value_or(10000.0);
+  if (steps.reads_fullatt) b.fullatt_block_indexes = config.fullatt_block_indexes.value_or(steps.fullatt);
+  if (steps.reads_deepstack) b.deepstack_visual_indexes = config.deepstack_visual_indexes.value_or(steps.deepstack);
+  for (auto [key, v] : {std::pair{"fullatt_block_indexes", &b.fullatt_block_indexes},
+                        std::pair{"deepstack_visual_indexes", &b.deepstack_visual_indexes}}) {
+    for (size_t i = 0; i < v->size(); ++i) {
+      PF_CHECK((b.depth == 0 || (*v)[i] < b.depth) && (i == 0 || (*v)[i] > (*v)[i - 1]), Code::kInvalidModel, at, key, " ",
+               (*v)[i], " must be a block number below depth ", b.depth, ", each above the one before");
+    }
+  }
+  b.position_ids = steps.position_ids;
+  if (b.rotary == RotaryKind::kPixtral || b.position_ids != PositionIdsKind::kNone) {
+    const auto [image_size, image_w] = config.image_size.value_or(std::pair{steps.image_size, steps.image_size});
+    PF_CHECK(image_size == image_w, Code::kInvalidModel, at, "image_size [", image_size, ", ", image_w,
+             "] must be square: the position ids are over one side");
+    b.position_side = image_size / geometry.kernel.back();
+    PF_CHECK(b.position_side >= 1 && b.position_side <= 65536, Code::kInvalidModel, at, "image_size ", image_size,
+             " over patch_size ", geometry.kernel.back(), " must give 1 to 65536 patches a side");
+  }
+  PF_RETURN_IF_ERROR(b.check(config.file));
+  return b;
+}
+
 }  // namespace patchfuse

@@ -2,6 +2,7 @@
 
 #include "converter/json_file.h"
 
+#include <algorithm>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -14,6 +15,18 @@ static Result<int64_t> positive_int(const json& v, const std::string& where) {
   PF_CHECK(v.is_number_integer() && v.get<int64_t>() > 0, Code::kInvalidModel, where,
            " must be a positive integer, got ", v.dump());
   return v.get<int64_t>();
+}
+
+// An int s as (s, s), or [h, w].
+static Result<std::pair<int64_t, int64_t>> side_pair(const json& p, const std::string& where) {
+  if (!p.is_array()) {
+    PF_ASSIGN_OR_RETURN(int64_t s, positive_int(p, where));
+    return std::make_pair(s, s);
+  }
+  PF_CHECK(p.size() == 2, Code::kInvalidModel, where, " must be an int or [h, w], got ", p.dump());
+  PF_ASSIGN_OR_RETURN(int64_t h, positive_int(p[0], where + "[0]"));
+  PF_ASSIGN_OR_RETURN(int64_t w, positive_int(p[1], where + "[1]"));
+  return std::make_pair(h, w);
 }
 
 Result<VisionConfig> load_vision_config(const std::string& path) {
@@ -42,16 +55,9 @@ Result<VisionConfig> load_vision_config(const std::string& path) {
   if (v.contains("temporal_patch_size")) {
     PF_ASSIGN_OR_RETURN(vc.temporal_patch_size, positive_int(v["temporal_patch_size"], at + "temporal_patch_size"));
   }
-  if (v.contains("patch_size")) {
-    const json& p = v["patch_size"];
-    if (p.is_array()) {
-      PF_CHECK(p.size() == 2, Code::kInvalidModel, at, "patch_size must be an int or [h, w], got ", p.dump());
-      PF_ASSIGN_OR_RETURN(int64_t h, positive_int(p[0], at + "patch_size[0]"));
-      PF_ASSIGN_OR_RETURN(int64_t w, positive_int(p[1], at + "patch_size[1]"));
-      vc.patch_size = std::make_pair(h, w);
-    } else {
-      PF_ASSIGN_OR_RETURN(int64_t s, positive_int(p, at + "patch_size"));
-      vc.patch_size = std::make_pair(s, s);
+  for (auto [key, field] : {std::pair{"patch_size", &vc.patch_size}, std::pair{"image_size", &vc.image_size}}) {
+    if (v.contains(key)) {
+      PF_ASSIGN_OR_RETURN(*field, side_pair(v[key], at + key));
     }
   }
   for (const char* key : {"in_channels", "in_chans", "num_channels"}) {
@@ -79,6 +85,34 @@ Result<VisionConfig> load_vision_config(const std::string& path) {
     PF_CHECK(v["use_absolute_position_embeddings"].is_boolean(), Code::kInvalidModel, at,
              "use_absolute_position_embeddings must be true or false, got ", v["use_absolute_position_embeddings"].dump());
     vc.use_absolute_position_embeddings = v["use_absolute_position_embeddings"].get<bool>();
+  }
+  for (auto [keys, field] : {std::pair{std::vector<const char*>{"depth", "num_hidden_layers"}, &vc.depth},
+                             std::pair{std::vector<const char*>{"num_heads", "num_attention_heads"}, &vc.num_heads},
+                             std::pair{std::vector<const char*>{"head_dim"}, &vc.head_dim}}) {
+    for (const char* key : keys) {
+      if (!v.contains(key)) continue;
+      PF_ASSIGN_OR_RETURN(*field, positive_int(v[key], at + key));
+      break;
+    }
+  }
+  for (auto [key, field] : {std::pair{"fullatt_block_indexes", &vc.fullatt_block_indexes},
+                            std::pair{"deepstack_visual_indexes", &vc.deepstack_visual_indexes}}) {
+    if (!v.contains(key)) continue;
+    const json& list = v[key];
+    const bool ints = list.is_array() && std::all_of(list.begin(), list.end(), [](const json& x) {
+      return x.is_number_integer() && x.get<int64_t>() >= 0;
+    });
+    PF_CHECK(ints, Code::kInvalidModel, at, key, " must be a list of block numbers (integers >= 0), got ", list.dump());
+    *field = list.get<std::vector<int64_t>>();
+  }
+  // Pixtral keeps its theta in rope_parameters (transformers 5), earlier in rope_theta.
+  const bool nested = v.contains("rope_parameters") && v["rope_parameters"].is_object() &&
+                      v["rope_parameters"].contains("rope_theta");
+  if (nested || v.contains("rope_theta")) {
+    const json& theta = nested ? v["rope_parameters"]["rope_theta"] : v["rope_theta"];
+    PF_CHECK(theta.is_number() && theta.get<double>() > 1, Code::kInvalidModel, at,
+             nested ? "rope_parameters.rope_theta" : "rope_theta", " must be a number above 1, got ", theta.dump());
+    vc.rope_theta = theta.get<double>();
   }
   return vc;
 }

@@ -7,6 +7,7 @@
 #include <optional>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "runtime/core/result.h"
 
@@ -25,6 +26,13 @@ struct VisionConfig {
   std::optional<int64_t> spatial_merge_size, window_size;
   std::optional<double> rms_norm_eps, layer_norm_eps;
   std::optional<bool> use_absolute_position_embeddings;
+  // What the block inputs read (architectures.h, BlockSteps): the schedule and the RoPE.
+  std::optional<int64_t> depth;      // "depth" (Qwen, GLM) or "num_hidden_layers"
+  std::optional<int64_t> num_heads;  // "num_heads" (Qwen, GLM) or "num_attention_heads"
+  std::optional<int64_t> head_dim;
+  std::optional<std::pair<int64_t, int64_t>> image_size;  // (h, w); an int means (s, s)
+  std::optional<double> rope_theta;  // "rope_theta" or "rope_parameters.rope_theta"
+  std::optional<std::vector<int64_t>> fullatt_block_indexes, deepstack_visual_indexes;
 };
 
 // Finds the vision config at `vision_config`, `thinker_config.vision_config` or the top level.

@@ -55,6 +55,29 @@ ojson encoder_input_json(const std::optional<EncoderInputSpec>& e) {
   return j;
 }
 
+// What the blocks take per grid and their schedule (null for a file converted before 0.6).
+ojson blocks_json(const ModuleView& m) {
+  if (!m.blocks) return nullptr;
+  const BlockSpec& b = *m.blocks;
+  ojson j = {{"schedule", b.schedule(*m.encoder_input)}};
+  if (!b.refused.empty()) {
+    j["refused"] = b.refused;
+    return j;
+  }
+  j["inputs"] = block_input_names(b, *m.encoder_input);
+  j["depth"] = b.depth;
+  j["num_heads"] = b.num_heads;
+  j["head_dim"] = b.head_dim;
+  j["rotary"] = rotary_kind_name(b.rotary);
+  if (b.rotary != RotaryKind::kNone) j["rope_theta"] = b.rope_theta;
+  if (m.encoder_input->window_size > 0) j["fullatt_block_indexes"] = b.fullatt_block_indexes;
+  if (!b.deepstack_visual_indexes.empty()) j["deepstack_visual_indexes"] = b.deepstack_visual_indexes;
+  if (b.position_ids != PositionIdsKind::kNone) {
+    j["position_ids"] = {{"kind", position_ids_kind_name(b.position_ids)}, {"side", b.position_side}};
+  }
+  return j;
+}
+
 ojson preprocessing_json(const std::optional<Preprocessing>& p) {
   if (!p) return nullptr;
   ojson j = {{"image_mean", p->mean},        {"image_std", p->std},
@@ -122,7 +145,8 @@ Result<std::string> inspect_model(const std::string& path, bool as_json) {
                               {"weight", tensor_json(mod.weight, base)},
                               {"bias", mod.bias ? tensor_json(*mod.bias, base) : ojson(nullptr)},
                               {"preprocessing", preprocessing_json(mod.preprocessing)},
-                              {"encoder_input", encoder_input_json(mod.encoder_input)}});
+                              {"encoder_input", encoder_input_json(mod.encoder_input)},
+                              {"blocks", blocks_json(mod)}});
     }
     return j.dump(2) + "\n";
   }
@@ -157,6 +181,15 @@ Result<std::string> inspect_model(const std::string& path, bool as_json) {
     out << "  encoder input  "
         << (mod.encoder_input ? mod.encoder_input->describe() : "(not stored: converted before 0.5; output stage patches only)")
         << "\n";
+    if (mod.blocks) {
+      std::string names;
+      for (const std::string& n : block_input_names(*mod.blocks, *mod.encoder_input)) names += (names.empty() ? "" : ", ") + n;
+      out << "  block inputs   " << (names.empty() ? std::string("(none: the blocks take the hidden states only)") : names)
+          << "\n";
+      out << "  blocks         " << mod.blocks->schedule(*mod.encoder_input) << "\n";
+    } else {
+      out << "  block inputs   (not stored: converted before 0.6)\n";
+    }
   }
   return out.str();
 }

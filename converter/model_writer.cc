@@ -45,6 +45,14 @@ flatbuffers::Offset<fb::EncoderInput> write_encoder_input(flatbuffers::FlatBuffe
                                 e.norm_before_position);
 }
 
+flatbuffers::Offset<fb::Blocks> write_blocks(flatbuffers::FlatBufferBuilder& b, const BlockSpec& s) {
+  return fb::CreateBlocks(b, static_cast<int32_t>(s.depth), static_cast<int32_t>(s.num_heads),
+                          static_cast<int32_t>(s.head_dim), static_cast<fb::RotaryKind>(s.rotary), s.rope_theta,
+                          s.segments, b.CreateVector(s.fullatt_block_indexes), b.CreateVector(s.deepstack_visual_indexes),
+                          static_cast<fb::PositionIdsKind>(s.position_ids), static_cast<int32_t>(s.position_side),
+                          b.CreateString(s.refused));
+}
+
 }  // namespace
 
 std::vector<uint8_t> build_model(const std::string& model_type, const std::vector<FusionStep>& fusion_config,
@@ -56,6 +64,7 @@ std::vector<uint8_t> build_model(const std::string& model_type, const std::vecto
     auto weight = write_tensor(b, m.weight);
     flatbuffers::Offset<fb::Tensor> bias = write_optional(b, m.bias);
     flatbuffers::Offset<fb::EncoderInput> encoder_input = m.encoder_input ? write_encoder_input(b, *m.encoder_input) : 0;
+    flatbuffers::Offset<fb::Blocks> blocks = m.blocks ? write_blocks(b, *m.blocks) : 0;
     flatbuffers::Offset<fb::Preprocessing> pre = 0;
     if (const auto& p = m.preprocessing) {
       flatbuffers::Offset<fb::VideoResize> video = 0;
@@ -78,7 +87,7 @@ std::vector<uint8_t> build_model(const std::string& model_type, const std::vecto
     mods.push_back(fb::CreateModule(b, b.CreateString(m.path), b.CreateString(std::string(m.family->name)),
                                     b.CreateString(m.class_name), static_cast<fb::Layout>(m.layout), geometry,
                                     patch_volume(g).value_or(0), static_cast<fb::DType>(m.dtype), weight, bias,
-                                    static_cast<fb::DType>(m.source_dtype), pre, encoder_input));
+                                    static_cast<fb::DType>(m.source_dtype), pre, encoder_input, blocks));
   }
   std::vector<flatbuffers::Offset<fb::FusionSetting>> settings;
   for (const FusionStep& s : fusion_config) {

@@ -45,6 +45,7 @@ struct ModuleRecord {
   std::optional<TensorRecord> bias;
   std::optional<Preprocessing> preprocessing;
   std::optional<EncoderInputRecord> encoder_input;
+  std::optional<BlockSpec> blocks;  // schema Blocks: plain config values
 };
 
 // Tensor bytes start at multiples of kTensorAlignment and the file ends with kTailSlack zero

@@ -165,7 +165,7 @@ Result<Preprocessing> load_preprocessor_config(const std::string& path, const st
   if (processor.empty()) {
     if (const Architecture* a = find_architecture(model_type)) processor = std::string(a->image_processor);
   }
-  if (starts_with(processor, "Glm4v")) {
+  if (starts_with(processor, "Glm4v") || starts_with(processor, "Glm46V")) {  // GLM-4.6V's subclasses Glm4v's
     p.resize = ResizeVariant::kGlm4v;
   } else if (starts_with(processor, "Qwen2VL") || processor.empty()) {
     p.resize = ResizeVariant::kQwen2Vl;
@@ -235,12 +235,12 @@ Result<VideoResize> load_video_preprocessor_config(const std::string& path, cons
   if (starts_with(processor, "Qwen3VL")) {
     video.variant = ResizeVariant::kGlm4v;
     d = Defaults{&kHalf, &kHalf, 16, 128 * 32 * 32, 32 * 32 * 768};
-  } else if (starts_with(processor, "Glm4v")) {
+  } else if (starts_with(processor, "Glm4v") || starts_with(processor, "Glm46V")) {
     video.variant = ResizeVariant::kGlm4v;
     d = Defaults{&kClipMean, &kClipStd, 14, 112 * 112, 28 * 28 * 2 * 30000};
   } else {
     PF_CHECK(starts_with(processor, "Qwen2VL"), Code::kInvalidModel, path, ": video_processor_type '", processor,
-             "' is not one patchfuse reproduces (Qwen2VLVideoProcessor, Qwen3VLVideoProcessor, Glm4vVideoProcessor)");
+             "' is not one patchfuse reproduces (Qwen2VLVideoProcessor, Qwen3VLVideoProcessor, Glm4vVideoProcessor, Glm46VVideoProcessor)");
   }
   Preprocessing v;
   PF_RETURN_IF_ERROR(read_normalization(root, path, processor, d.mean, d.std, v));

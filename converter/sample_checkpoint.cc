@@ -117,10 +117,15 @@ Status write_sample_checkpoint(const std::string& dir, const SampleSpec& spec) {
   const int64_t pw = a.kernel.back();
   const nlohmann::ordered_json patch_size =
       ph == pw ? nlohmann::ordered_json(ph) : nlohmann::ordered_json(std::vector<int64_t>{ph, pw});
-  nlohmann::ordered_json vision = {{"depth", 2},
+  // The block schedule under the config class's own names, with the real depth and head count
+  // where they divide the width into rotary-sized heads (a multiple of 4), else one head.
+  const int64_t heads = a.blocks.heads > 0 && out % (4 * a.blocks.heads) == 0 ? a.blocks.heads : 1;
+  nlohmann::ordered_json vision = {{conv3d ? "depth" : "num_hidden_layers", a.blocks.depth > 0 ? a.blocks.depth : 2},
+                                   {conv3d ? "num_heads" : "num_attention_heads", heads},
                                    {"hidden_size", spec.embed_dim > 0 ? out : a.vision_hidden_size},
                                    {std::string(a.in_channels_key), 3},
                                    {"patch_size", patch_size}};
+  if (a.blocks.rotary == RotaryKind::kPixtral) vision["head_dim"] = out / heads;
   if (conv3d) {
     vision["temporal_patch_size"] = a.kernel[0];
     vision["spatial_merge_size"] = 2;
@@ -145,7 +150,7 @@ Status write_sample_checkpoint(const std::string& dir, const SampleSpec& spec) {
     // 0.5/0.5 and budget pixels with size{}, Qwen2-family with CLIP's mean/std and min/max_pixels,
     // GLM-4V with its own processor; fixed-size processors with size (SigLIP, ViT) or a centre
     // crop (CLIP, DINOv2), CLIP's mean/std for CLIP towers and 0.5 otherwise.
-    const bool qwen3 = a.model_type.rfind("qwen3", 0) == 0, glm = a.model_type.rfind("glm4v", 0) == 0;
+    const bool qwen3 = a.model_type.rfind("qwen3", 0) == 0, glm = a.model_type.rfind("glm", 0) == 0;
     const bool clip = a.image_processor == "CLIPImageProcessor" || a.image_processor == "PixtralImageProcessor";
     const std::vector<double> clip_mean = {0.48145466, 0.4578275, 0.40821073}, clip_std = {0.26862954, 0.26130258, 0.27577711};
     const bool half = qwen3 || (!conv3d && !clip);

@@ -165,7 +165,8 @@ TEST_P(EncoderInput, EveryBackendPathAndPrecisionMatchesPytorch) {
 }
 
 INSTANTIATE_TEST_SUITE_P(PytorchFixtures, EncoderInput,
-                         ::testing::Values("qwen2_5_vl", "qwen3_vl", "glm4v", "siglip", "clip", "dinov2", "pixtral"));
+                         ::testing::Values("qwen2_5_vl", "qwen3_vl", "qwen3_vl_bf16", "glm4v", "siglip", "clip", "dinov2",
+                                           "pixtral"));
 
 // Grid terms are cached per grid: grids of one height and of others, seen again, each give
 // PyTorch's rows (a cache keyed on less than the whole grid would hand 4x4 the terms of 4x6), and

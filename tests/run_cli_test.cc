@@ -382,6 +382,49 @@ TEST_F(RunCli, UsageErrorsExitTwo) {
   EXPECT_EQ(run_cli(model() + " --input " + input() + " --output " + out() + " --threads 0").exit_code, 2);
 }
 
+// --block-inputs: with --grid alone nothing runs and DIR gets each block input as transformers'
+// blocks receive it (the PyTorch fixture's bytes: integers equal, floats within 1e-5) and a
+// manifest; with an input the run's grid is used and the output written as before.
+TEST_F(RunCli, BlockInputsForAGridAndForARun) {
+  const std::string fixture = std::string(PATCHFUSE_BLOCK_INPUTS_DIR) + "/qwen2_5_vl";
+  ASSERT_NO_FATAL_FAILURE(convert(fixture, "w.pfb", "--fusion patch_embeddings"));
+  CommandResult r = run_cli((dir_ / "w.pfb") + " --grid 1x12x20 --block-inputs " + (dir_ / "blocks"));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  nlohmann::json manifest;
+  std::ifstream(dir_ / "blocks/manifest.json") >> manifest;
+  EXPECT_EQ(manifest["grid"], nlohmann::json({1, 12, 20}));
+  EXPECT_EQ(manifest["config"]["depth"], 4);
+  EXPECT_EQ(manifest["config"]["head_dim"], 16);
+  ASSERT_EQ(manifest["tensors"].size(), 7u);
+  for (const auto& t : manifest["tensors"]) {
+    const std::string name = t["name"];
+    SCOPED_TRACE(name);
+    const std::vector<uint8_t> got = testing::read_bytes(dir_ / ("blocks/" + t["file"].get<std::string>()));
+    const std::vector<uint8_t> want = testing::read_bytes(fixture + "/uneven." + name + ".npy");
+    ASSERT_EQ(got.size(), want.size());
+    if (t["dtype"] != "float32") {
+      EXPECT_EQ(got, want);  // same header layout (numpy's) and the same integers
+      continue;
+    }
+    for (size_t i = 128; i + 4 <= got.size(); i += 4) {  // both headers are 128 bytes
+      float g = 0, w = 0;
+      std::memcpy(&g, got.data() + i, 4);
+      std::memcpy(&w, want.data() + i, 4);
+      ASSERT_NEAR(g, w, 1e-5);  // the bound for cos/sin
+    }
+  }
+  r = run_cli(model() + " --input " + input() + " --grid 1x1x5 --output " + out() + " --block-inputs " + (dir_ / "b2"));
+  EXPECT_EQ(r.exit_code, 1) << "qwen3_vl blocks need whole merge groups: " << r.err;
+  r = run_cli(model() + " --input " + input() + " --output " + out() + " --output-stage patches --block-inputs " +
+              (dir_ / "b3"));
+  EXPECT_NE(r.exit_code, 0);
+  // Usage: --block-inputs with no input needs --grid; --output goes with an input only.
+  EXPECT_EQ(run_cli((dir_ / "w.pfb") + " --block-inputs " + (dir_ / "b4")).exit_code, 2);
+  EXPECT_EQ(run_cli((dir_ / "w.pfb") + " --grid 1x4x4 --block-inputs " + (dir_ / "b4") + " --output " + out()).exit_code, 2);
+  EXPECT_EQ(run_cli((dir_ / "w.pfb") + " --grid 1x5x4 --block-inputs " + (dir_ / "b5")).exit_code, 1);
+  EXPECT_FALSE(testing::file_exists(dir_ / "b5/manifest.json"));
+}
+
 // The int8 issue's acceptance check: the 448x448 PNG with --precision int8 --compare-reference
 // reports an error within the int8 bound on every backend that offers int8; the others refuse
 // with their reason.

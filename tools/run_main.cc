@@ -9,6 +9,7 @@
 
 #include "patchfuse/patchfuse.hpp"
 #include "cli/command_line.h"
+#include "tools/block_inputs_dir.h"
 #include "tools/image_files.h"
 #include "tools/output_diff.h"
 #include "cli/npy.h"
@@ -33,7 +34,7 @@ int main(int argc, char** argv) {
   CLI::App app{"patchfuse-run: run a patch embedding of a .pfb model on .npy patches or on images"};
   std::string model_path, input_path, image_path, yuv_path, output_path, module, backend = "auto", precision = "auto";
   std::string format = "nv12", size, matrix = "bt601_limited", write_resized, output_stage = "patches", grid_text;
-  std::string weights_cache;
+  std::string weights_cache, block_inputs_dir;
   std::vector<std::string> frame_paths;
   int threads = 1;
   bool no_fuse = false, compare = false, no_exif = false;
@@ -57,7 +58,10 @@ int main(int argc, char** argv) {
   input_opt->excludes(image_opt)->excludes(frames_opt)->excludes(yuv_opt);
   image_opt->excludes(frames_opt)->excludes(yuv_opt);
   frames_opt->excludes(yuv_opt);
-  app.add_option("--output", output_path, "Output .npy, float32 [N, embed_dim]")->required();
+  app.add_option("--output", output_path, "Output .npy, float32 [N, embed_dim] (needed with an input)");
+  app.add_option("--block-inputs", block_inputs_dir,
+                 "Also write what the vision encoder's blocks take for the grid (rotary cos/sin, cu_seqlens, the window "
+                 "schedule, ...) as DIR/<name>.npy and DIR/manifest.json; with --grid alone, no input is needed");
   app.add_option("--backend", backend, "auto|reference|onednn|xnnpack|gemmlowp")->check(CLI::IsMember(patchfuse::keys_of(patchfuse::backend_names())));
   app.add_option("--threads", threads, "Threads")->check(CLI::Range(1, 1024));
   app.add_option("--output-stage", output_stage,
@@ -65,7 +69,7 @@ int main(int argc, char** argv) {
                  "computes it: position terms, class row, window order, first norm)")
       ->check(CLI::IsMember(patchfuse::keys_of(patchfuse::output_stage_names())));
   app.add_option("--grid", grid_text, "With --input: the rows' image_grid_thw TxHxW (Conv2d: T images of HxW patches); "
-                                      "needed for --output-stage encoder-input");
+                                      "needed for --output-stage encoder-input. Alone: the grid of --block-inputs");
   app.add_option("--precision", precision, "auto|f32|bf16|f16|int8 (int8: images and frames only)")->check(CLI::IsMember(patchfuse::keys_of(patchfuse::precision_names())));
   app.add_option("--module", module, "Module path when the model has several");
   app.add_option("--weights-cache", weights_cache, "Packed-weights cache file: mapped instead of folding and packing when "
@@ -73,14 +77,27 @@ int main(int argc, char** argv) {
   app.add_flag("--no-fuse", no_fuse, "Run the original convolution instead of the fused GEMM");
   app.add_flag("--compare-reference", compare, "Also run the reference backend and print the difference");
   if (auto code = patchfuse::parse_command_line(app, argc, argv, "patchfuse-run")) return *code;
-  if (input_path.empty() && image_path.empty() && frame_paths.empty() && yuv_path.empty()) {
-    std::fprintf(stderr, "patchfuse-run: usage error: one of --input, --image, --frames or --yuv is required (see --help)\n");
+  const bool has_input = !(input_path.empty() && image_path.empty() && frame_paths.empty() && yuv_path.empty());
+  const bool grid_only = !has_input && !block_inputs_dir.empty();  // block inputs for --grid, nothing to run
+  if (!has_input && !grid_only) {
+    std::fprintf(stderr, "patchfuse-run: usage error: one of --input, --image, --frames or --yuv is required, or "
+                         "--block-inputs DIR with --grid TxHxW (see --help)\n");
+    return 2;
+  }
+  if (has_input == output_path.empty()) {
+    std::fprintf(stderr, "patchfuse-run: usage error: %s\n",
+                 has_input ? "--output FILE.npy is required with an input" : "--output goes with an input, and there is none");
     return 2;
   }
   pf_grid given_grid{};
-  if (!grid_text.empty() && (input_path.empty() || !patchfuse::parse_grid(grid_text, given_grid))) {
-    std::fprintf(stderr, "patchfuse-run: usage error: --grid '%s' must be TxHxW of positive integers and goes with --input\n",
+  if (!grid_text.empty() && ((!grid_only && input_path.empty()) || !patchfuse::parse_grid(grid_text, given_grid))) {
+    std::fprintf(stderr, "patchfuse-run: usage error: --grid '%s' must be TxHxW of positive integers and goes with --input "
+                         "or with --block-inputs alone\n",
                  grid_text.c_str());
+    return 2;
+  }
+  if (grid_only && grid_text.empty()) {
+    std::fprintf(stderr, "patchfuse-run: usage error: --block-inputs without an input needs --grid TxHxW\n");
     return 2;
   }
   const pf_output_stage stage = patchfuse::output_stage_names().at(output_stage);
@@ -112,6 +129,18 @@ int main(int argc, char** argv) {
                 " modules; choose one with --module (" + paths + ")");
   }
   const pf_module_info info = model->module(index);
+
+  if (grid_only) {
+    pf_session_options o = patchfuse::default_options();
+    o.backend = PF_BACKEND_REFERENCE;  // nothing runs: no weights to pack beyond the reference's
+    o.precision = precision == "auto" ? PF_PRECISION_F32 : patchfuse::precision_names().at(precision);
+    auto session = patchfuse::Session::create(*model, index, o);
+    if (!session) return fail(model_path + ": module " + info.path + ": " + session.error());
+    const std::string err = patchfuse::write_block_inputs(*session, given_grid, block_inputs_dir, model_path, info);
+    if (!err.empty()) return fail(model_path + ": module " + info.path + ": " + err);
+    std::printf("wrote %s/: the block inputs of grid %s and manifest.json\n", block_inputs_dir.c_str(), grid_text.c_str());
+    return 0;
+  }
 
   Job job;
   patchfuse::NpyArray x;
@@ -238,6 +267,12 @@ int main(int argc, char** argv) {
   for (std::string line; std::getline(lines, line);) std::printf("weights cache: %s\n", line.c_str());
   std::printf("wrote %s: float32 [%zu, %d] (%s) in %.3f ms (first run, after %.3f ms of pf_session_prepare)\n",
               output_path.c_str(), out_rows, info.embed_dim, output_stage.c_str(), ms, prepare_ms);
+  if (!block_inputs_dir.empty()) {
+    const std::string berr = patchfuse::write_block_inputs(*session, job.grid, block_inputs_dir, model_path, info);
+    if (!berr.empty()) return fail(model_path + ": module " + info.path + ": " + berr);
+    std::printf("wrote %s/: the block inputs of grid [%lld, %lld, %lld] and manifest.json\n", block_inputs_dir.c_str(),
+                static_cast<long long>(job.grid.t), static_cast<long long>(job.grid.h), static_cast<long long>(job.grid.w));
+  }
   if (compare) {
     pf_session_options r = patchfuse::default_options();
     r.backend = PF_BACKEND_REFERENCE;

@@ -324,6 +324,61 @@ PF_API pf_status pf_session_window_index(const pf_session* session, const pf_gri
                                          int64_t* reverse_index, size_t index_capacity, int64_t* cu_window_seqlens,
                                          size_t cu_capacity, size_t* index_count_out, size_t* cu_count_out);
 
+/** Element types of the block inputs (numpy's float32, int32, int64). */
+typedef PF_ENUM(pf_element_type) { PF_ELEMENT_F32 = 0, PF_ELEMENT_I32 = 1, PF_ELEMENT_I64 = 2 } pf_element_type;
+
+/** One tensor the vision encoder's blocks take besides the hidden states, for one grid
+ *  (docs/encoder-input.md, "Block inputs"): named as transformers names the variable (rotary_cos,
+ *  rotary_sin, cu_seqlens, cu_window_seqlens, window_index, reverse_indices,
+ *  fullatt_block_indexes, deepstack_visual_indexes, position_ids), in its dtype, rows in the
+ *  encoder input's order (window order for Qwen2.5-VL). */
+typedef struct pf_block_input_info {
+  const char* name;     /**< static storage: valid for the life of the process */
+  pf_element_type type;
+  int32_t rank;         /**< 1 or 2 */
+  int64_t shape[2];     /**< the first `rank` entries */
+  size_t bytes;
+} pf_block_input_info;
+
+/** The blocks' schedule, from the model's config.json (or its config class's defaults). */
+typedef struct pf_block_schedule {
+  int32_t depth;         /**< blocks; 0 when config.json did not say */
+  int32_t num_heads;     /**< 0 when config.json did not say */
+  int32_t head_dim;      /**< the rotary tables' width (0: no rotary tables) */
+  double rope_theta;     /**< the rotary tables' theta (10000 for the vision RoPE) */
+  const char* rotary;    /**< "none", "vision_2d" (Qwen/GLM towers) or "pixtral" */
+  const char* description; /**< in words, e.g. "32 blocks, 16 heads of 80; full attention (cu_seqlens) at
+                                blocks 7, 15, 23, 31, window attention (cu_window_seqlens) at the others";
+                                owned by the session */
+} pf_block_schedule;
+
+/** How many block inputs the blocks take for `grid` (0: the hidden states only, as in SigLIP,
+ *  CLIP and ViT). Any session of the model answers, whatever its output stage.
+ *  @return PF_OK, PF_INVALID_ARGUMENT (null, a grid the model refuses), PF_UNSUPPORTED (a model
+ *          converted before the schedule was stored: convert it again). */
+PF_API pf_status pf_session_block_input_count(const pf_session* session, const pf_grid* grid, size_t* count_out);
+
+/** The name, type and shape of block input `index` (< count) for `grid`.
+ *  @return as pf_session_block_input_count, and PF_INVALID_ARGUMENT for an index past the count. */
+PF_API pf_status pf_session_block_input_info(const pf_session* session, const pf_grid* grid, size_t index,
+                                             pf_block_input_info* info_out);
+
+/** Writes block input `name` for `grid` into `buffer` (C order, the info's type and shape). Its
+ *  float tables are computed once per grid (in double, rounded as transformers rounds them in the
+ *  session's precision: the vision RoPE's stay float32, Pixtral's take the model dtype), kept for
+ *  the 4 most recently used grids, and made by pf_session_prepare for encoder-input sessions; a
+ *  run never computes them.
+ *  @param buffer_bytes  at least the info's bytes.
+ *  @return PF_OK, PF_INVALID_ARGUMENT (null, an unknown name: the message lists the model's, a
+ *          grid the model refuses, a buffer too small), PF_UNSUPPORTED (converted before the
+ *          schedule was stored), PF_OUT_OF_MEMORY. */
+PF_API pf_status pf_session_block_input(pf_session* session, const char* name, const pf_grid* grid, void* buffer,
+                                        size_t buffer_bytes);
+
+/** @param out  filled; its strings live as long as the session.
+ *  @return PF_OK, PF_INVALID_ARGUMENT (null), PF_UNSUPPORTED (converted before the schedule was stored). */
+PF_API pf_status pf_session_block_schedule(const pf_session* session, pf_block_schedule* out);
+
 /** @param out  filled; its strings are owned by the session. */
 PF_API pf_status pf_session_get_info(const pf_session* session, pf_session_info* out);
 

@@ -148,6 +148,30 @@ class Session {
     if (s != PF_OK) return {s, pf_last_error()};
     return o;
   }
+  // What the vision encoder's blocks take for `grid` besides the hidden states
+  // (pf_session_block_input_count / _info), and one of them written into `buffer`
+  // (pf_session_block_input): "" on success, else the error message.
+  Expected<std::vector<pf_block_input_info>> block_inputs(const pf_grid& grid) const {
+    size_t count = 0;
+    pf_status s = pf_session_block_input_count(handle_.get(), &grid, &count);
+    if (s != PF_OK) return {s, pf_last_error()};
+    std::vector<pf_block_input_info> infos(count);
+    for (size_t i = 0; i < count; ++i) {
+      s = pf_session_block_input_info(handle_.get(), &grid, i, &infos[i]);
+      if (s != PF_OK) return {s, pf_last_error()};
+    }
+    return infos;
+  }
+  std::string block_input(const char* name, const pf_grid& grid, void* buffer, size_t buffer_bytes) {
+    return pf_session_block_input(handle_.get(), name, &grid, buffer, buffer_bytes) == PF_OK ? std::string()
+                                                                                           : std::string(pf_last_error());
+  }
+  Expected<pf_block_schedule> block_schedule() const {
+    pf_block_schedule b{};
+    const pf_status s = pf_session_block_schedule(handle_.get(), &b);
+    if (s != PF_OK) return {s, pf_last_error()};
+    return b;
+  }
   Expected<pf_grid> frames_grid(size_t t, size_t height, size_t width) const {
     pf_grid g{};
     const pf_status s = pf_session_frames_grid(handle_.get(), t, height, width, &g);

@@ -137,4 +137,11 @@ size_t convert_elements(const uint8_t* src, DType from, uint8_t* dst, DType to, 
   return changed;
 }
 
+float rounded_to(float value, DType dtype) {
+  if (dtype == DType::kF32) return value;
+  uint8_t bytes[4];
+  store_f32_as(bytes, dtype, 0, value);
+  return load_as_f32(bytes, dtype, 0);
+}
+
 }  // namespace patchfuse

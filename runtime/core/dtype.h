@@ -28,6 +28,8 @@ uint16_t f32_to_f16(float value);
 float load_as_f32(const uint8_t* data, DType dtype, size_t i);
 // Writes `value` as element `i` of a buffer of `dtype` (rounding as above).
 void store_f32_as(uint8_t* data, DType dtype, size_t i, float value);
+// `value` as `dtype` holds it, read back (rounding as above; f32 as is).
+float rounded_to(float value, DType dtype);
 
 // Converts `count` elements; returns how many values changed (0 means the conversion was exact).
 // `dst` must hold count * dtype_size(to) bytes and must not overlap `src`.

@@ -163,14 +163,6 @@ Taps axis_taps(PositionMode mode, int64_t i, int64_t out, int64_t side) {
   return {};
 }
 
-// The value transformers' term has after its cast to the table's dtype.
-float as_table_dtype(double v, DType dtype) {
-  if (dtype == DType::kF32) return static_cast<float>(v);
-  uint8_t b[4];
-  store_f32_as(b, dtype, 0, static_cast<float>(v));
-  return load_as_f32(b, dtype, 0);
-}
-
 // The (row, col) patch coordinates of row p of a frame whose rows come in m x m blocks, blocks
 // row-major over a w-wide grid (m = 1: raster order).
 std::pair<int64_t, int64_t> row_coordinates(int64_t p, int64_t m, int64_t w) {
@@ -227,7 +219,7 @@ Status check_grid(const EncoderInputSpec& spec, int64_t h, int64_t w) {
 
 }  // namespace
 
-Result<GridTerms> make_grid_terms(const EncoderInputSpec& spec, int64_t h, int64_t w) {
+Result<GridTerms> make_grid_terms(const EncoderInputSpec& spec, int64_t h, int64_t w, DType model_dtype) {
   PF_RETURN_IF_ERROR(encoder_input_available(spec, "?"));
   PF_RETURN_IF_ERROR(check_grid(spec, h, w));
   GridTerms g;
@@ -265,7 +257,7 @@ Result<GridTerms> make_grid_terms(const EncoderInputSpec& spec, int64_t h, int64
           for (int64_t k = 0; k < d; ++k) acc[static_cast<size_t>(k)] += wgt * static_cast<double>(src[k]);
         }
       }
-      for (int64_t k = 0; k < d; ++k) out[k] = as_table_dtype(acc[static_cast<size_t>(k)], spec.position.dtype);
+      for (int64_t k = 0; k < d; ++k) out[k] = rounded_to(static_cast<float>(acc[static_cast<size_t>(k)]), model_dtype);
     }
   }
   if (cls > 0) {

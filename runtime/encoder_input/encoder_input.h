@@ -7,9 +7,11 @@
 //
 // Split in two, like Hugging Face's own export helpers:
 //   - grid terms (make_grid_terms): functions of the grid and the stored tables only, computed
-//     once per grid in double and rounded once to f32 (to the table's dtype first, since
-//     transformers' term is in that dtype): the position term per row, the class row, the window
-//     slots. The session caches them.
+//     once per grid in double and rounded once, to the dtype the model runs in (the session's
+//     precision plays the dtype transformers loads the model in: at f32 a bf16-stored table is
+//     widened exactly and its term stays f32, as transformers' float32 model computes it; at
+//     bf16/f16 the term is rounded to that dtype, as the model's own term is): the position term
+//     per row, the class row, the window slots. The session caches them.
 //   - finish_rows: the per-row epilogue on rows the kernel just wrote (conv + bias already in),
 //     in Hugging Face's order: RMSNorm before the position term (GLM-4V), + position term,
 //     LayerNorm after it (CLIP), then the row goes to its window slot (Qwen2.5-VL). Norms are
@@ -77,8 +79,9 @@ struct GridTerms {
   size_t bytes() const { return (position.size() + class_row.size()) * sizeof(float) + slot.size() * sizeof(int64_t); }
 };
 
-// Checks the grid against the spec (sides multiples of merge_size) and computes its terms.
-Result<GridTerms> make_grid_terms(const EncoderInputSpec& spec, int64_t h, int64_t w);
+// Checks the grid against the spec (sides multiples of merge_size) and computes its terms in
+// `model_dtype` (the session's precision; f32 for int8).
+Result<GridTerms> make_grid_terms(const EncoderInputSpec& spec, int64_t h, int64_t w, DType model_dtype);
 
 // Rows of one frame's sequence: class rows + h * w.
 inline int64_t frame_rows(const EncoderInputSpec& spec, int64_t h, int64_t w) { return spec.class_rows() + h * w; }

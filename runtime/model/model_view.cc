@@ -140,6 +140,30 @@ Result<EncoderInputSpec> read_encoder_input(const fb::EncoderInput* e, const Mod
   return s;
 }
 
+Result<BlockSpec> read_blocks(const fb::Blocks* b, const std::string& where) {
+  BlockSpec s;
+  s.refused = str(b->refused());
+  s.depth = b->depth();
+  s.num_heads = b->num_heads();
+  s.head_dim = b->head_dim();
+  PF_CHECK(b->rotary() >= fb::RotaryKind_MIN && b->rotary() <= fb::RotaryKind_MAX, Code::kInvalidModel, where,
+           ": blocks rotary ", static_cast<int>(b->rotary()), " is not a known rotary kind");
+  s.rotary = static_cast<RotaryKind>(b->rotary());
+  s.rope_theta = b->rope_theta();
+  s.segments = b->segments();
+  if (b->fullatt_block_indexes()) s.fullatt_block_indexes.assign(b->fullatt_block_indexes()->begin(), b->fullatt_block_indexes()->end());
+  if (b->deepstack_visual_indexes()) {
+    s.deepstack_visual_indexes.assign(b->deepstack_visual_indexes()->begin(), b->deepstack_visual_indexes()->end());
+  }
+  PF_CHECK(b->position_ids() >= fb::PositionIdsKind_MIN && b->position_ids() <= fb::PositionIdsKind_MAX,
+           Code::kInvalidModel, where, ": blocks position_ids ", static_cast<int>(b->position_ids()),
+           " is not a known kind");
+  s.position_ids = static_cast<PositionIdsKind>(b->position_ids());
+  s.position_side = b->position_side();
+  PF_RETURN_IF_ERROR(s.check(where));
+  return s;
+}
+
 Result<ModuleView> read_module(const fb::Module* m, const std::string& origin, const uint8_t* base, size_t size) {
   ModuleView v;
   v.path = str(m->path());
@@ -220,6 +244,10 @@ Result<ModuleView> read_module(const fb::Module* m, const std::string& origin, c
   }
   if (const fb::EncoderInput* e = m->encoder_input()) {
     PF_ASSIGN_OR_RETURN(v.encoder_input, read_encoder_input(e, v, where, base, size));
+  }
+  if (const fb::Blocks* b = m->blocks()) {
+    PF_CHECK(v.encoder_input.has_value(), Code::kInvalidModel, where, ": blocks without encoder_input (the rows' order)");
+    PF_ASSIGN_OR_RETURN(v.blocks, read_blocks(b, where));
   }
   return v;
 }

@@ -12,6 +12,7 @@
 
 #include "runtime/core/dtype.h"
 #include "runtime/core/result.h"
+#include "runtime/encoder_input/block_inputs.h"
 #include "runtime/encoder_input/encoder_input.h"
 #include "runtime/frames/preprocessing.h"
 #include "runtime/frames/weight_transforms.h"
@@ -43,6 +44,7 @@ struct ModuleView {
   std::optional<TensorView> bias;
   std::optional<Preprocessing> preprocessing;  // passed check_preprocessing against `geometry`
   std::optional<EncoderInputSpec> encoder_input;  // passed EncoderInputSpec::check; none in older files
+  std::optional<BlockSpec> blocks;  // passed BlockSpec::check; none in files converted before 0.6
 };
 
 // The module's conv weights as the frames layer's fold takes them (frames/weight_transforms.h);

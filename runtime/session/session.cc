@@ -140,6 +140,35 @@ Result<WindowOrder> Session::window_order(const FrameGrid& g) const {
   return patchfuse::window_order(*module_.encoder_input, g.t, g.h, g.w);
 }
 
+Result<std::vector<BlockInputDesc>> Session::block_inputs(const FrameGrid& g) const {
+  PF_CHECK(module_.blocks.has_value(), Code::kUnsupported, "block inputs: module ", module_.path,
+           " stores no block schedule (converted by a patchfuse before 0.6): convert the checkpoint again");
+  return patchfuse::block_inputs(*module_.blocks, *module_.encoder_input, g);
+}
+
+Status Session::block_input(const std::string& name, const FrameGrid& g, void* out, size_t capacity) {
+  PF_RETURN_IF_ERROR(block_inputs(g));
+  const RunProfile kept = profile_;  // not a run: the last profile stays the last run's
+  try {
+    Result<const BlockTables*> tables = block_tables(g.h, g.w);
+    profile_ = kept;
+    if (!tables.ok()) return tables.error();
+    return fill_block_input(*module_.blocks, *module_.encoder_input, **tables, name, g, model_dtype(), out, capacity);
+  } catch (const std::bad_alloc&) {
+    return make_error(Code::kOutOfMemory, cat("block input ", name, ": out of memory for grid ", g.t, "x", g.h, "x", g.w));
+  }
+}
+
+DType Session::model_dtype() const {
+  switch (precision_) {
+    case Precision::kBF16: return DType::kBF16;
+    case Precision::kF16: return DType::kF16;
+    case Precision::kF32:
+    case Precision::kInt8: break;  // int8 computes exactly what an f32 model would
+  }
+  return DType::kF32;
+}
+
 Result<FrameGrid> Session::images_grid(size_t t, size_t height, size_t width) const {
   PF_CHECK(module_.preprocessing.has_value(), Code::kUnsupported, "module ", module_.path,
            " has no preprocessing (convert the checkpoint with its preprocessor_config.json), so it cannot take images");
@@ -224,7 +253,7 @@ Status Session::run_grid(const float* input, const FrameGrid& g, float* output) 
 Status Session::prepare_rows(const FrameGrid& g) {
   PF_CHECK(precision_ != Precision::kInt8, Code::kUnsupported,
            "prepare: precision int8 takes frames only, so there are no pixel_values rows to prepare");
-  PF_RETURN_IF_ERROR(output_rows(g));
+  PF_RETURN_IF_ERROR(prepare_grid(g));
   const RunProfile kept = profile_;
   try {
     PF_ASSIGN_OR_RETURN(Kernel * kernel, rows_kernel());

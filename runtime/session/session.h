@@ -10,6 +10,7 @@
 #include <string>
 
 #include "runtime/backends/backend.h"
+#include "runtime/encoder_input/block_inputs.h"
 #include "runtime/encoder_input/encoder_input.h"
 #include "runtime/frames/pixel_formats.h"
 #include "runtime/frames/preprocessing.h"
@@ -64,6 +65,11 @@ class Session {
   Result<int64_t> output_rows(const FrameGrid& grid) const;
   // Qwen2.5-VL's window_index, its reverse and cu_window_seqlens for `grid`.
   Result<WindowOrder> window_order(const FrameGrid& grid) const;
+  // What the blocks take for `grid` besides the hidden states (encoder_input/block_inputs.h), in
+  // the encoder input's row order; any output stage answers. The float tables are made once per
+  // grid (prepare makes them for encoder-input sessions) and kept for a few recent grids.
+  Result<std::vector<BlockInputDesc>> block_inputs(const FrameGrid& grid) const;
+  Status block_input(const std::string& name, const FrameGrid& grid, void* out, size_t capacity);
 
   // The frames path: uint8 RGB frames through the model's preprocessing, folded into the weights.
   // A still image (t = 1) uses the weights summed over time (K = C*P*P), a video the full K.
@@ -157,6 +163,13 @@ class Session {
                         const Run& run);
   // The grid terms of an h x w frame, made on first use and kept for a few recent grids.
   Result<const GridTerms*> grid_terms(int64_t h, int64_t w);
+  // The block inputs' float tables of an h x w frame, likewise.
+  Result<const BlockTables*> block_tables(int64_t h, int64_t w);
+  // The checks of output_rows, and (encoder-input sessions) the grid's block tables: what every
+  // prepare does for its grid besides the chunks' work.
+  Status prepare_grid(const FrameGrid& grid);
+  // The dtype the model runs in, as transformers would load it (the session's precision; f32 for int8).
+  DType model_dtype() const;
   template <class Gather>
   Status gather_and_run(FramesKernel& k, const FrameGrid& grid, float* output, const Gather& gather, Pass pass);
   // Gathers blocks [begin, end) of `grid` from `frames` into `rows` (block `begin` first), one
@@ -209,6 +222,7 @@ class Session {
   RunProfile profile_;  // the last run's; each run starts it from zero
   const EncoderInputSpec* encoder_ = nullptr;  // encoder-input sessions: the model's spec
   RecentlyUsed<GridTerms> terms_;
+  RecentlyUsed<BlockTables> block_tables_;
   std::vector<float> window_rows_;  // window order: a chunk of kernel rows before they go to their slots
 };
 

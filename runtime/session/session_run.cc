@@ -190,7 +190,7 @@ void Session::start_threads(Kernel& kernel) {
 Status Session::prepare_frames(size_t t, size_t height, size_t width) {
   PF_CHECK(t >= 1, Code::kInvalidArgument, "prepare: t = 0; at least one frame is needed");
   PF_ASSIGN_OR_RETURN(const FrameGrid g, frames_grid(t, height, width));
-  PF_RETURN_IF_ERROR(output_rows(g));
+  PF_RETURN_IF_ERROR(prepare_grid(g));
   const RunProfile kept = profile_;
   try {
     PF_ASSIGN_OR_RETURN(FramesKernel * k, frames_kernel(t == 1));
@@ -208,7 +208,7 @@ Status Session::prepare_images(PixelFormat format, size_t t, size_t height, size
   PF_CHECK(height >= 1 && width >= 1 && height <= kMaxImageSide && width <= kMaxImageSide, Code::kInvalidArgument,
            "prepare: image size ", height, "x", width, " must be 1..", kMaxImageSide, " per side");
   PF_ASSIGN_OR_RETURN(const FrameGrid g, images_grid(t, height, width));
-  PF_RETURN_IF_ERROR(output_rows(g));
+  PF_RETURN_IF_ERROR(prepare_grid(g));
   const RunProfile kept = profile_;
   try {
     PF_ASSIGN_OR_RETURN(const Resizer* r, resizer(t, height, width));

@@ -11,7 +11,20 @@ namespace patchfuse {
 
 Result<const GridTerms*> Session::grid_terms(int64_t h, int64_t w) {
   return terms_.get([&](const GridTerms& t) { return t.h == h && t.w == w; },
-                    [&] { return timed(profile_.setup_ms, [&] { return make_grid_terms(*encoder_, h, w); }); });
+                    [&] { return timed(profile_.setup_ms, [&] { return make_grid_terms(*encoder_, h, w, model_dtype()); }); });
+}
+
+Result<const BlockTables*> Session::block_tables(int64_t h, int64_t w) {
+  return block_tables_.get([&](const BlockTables& t) { return t.h == h && t.w == w; }, [&] {
+    return timed(profile_.setup_ms,
+                 [&] { return make_block_tables(*module_.blocks, *module_.encoder_input, h, w, model_dtype()); });
+  });
+}
+
+Status Session::prepare_grid(const FrameGrid& g) {
+  PF_RETURN_IF_ERROR(output_rows(g));
+  if (encoder_ && module_.blocks && module_.blocks->refused.empty()) PF_RETURN_IF_ERROR(block_tables(g.h, g.w));
+  return {};
 }
 
 Status Session::ensure_prepared(Kernel& kernel, size_t n) {
