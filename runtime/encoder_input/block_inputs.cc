@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <tuple>
 
 namespace patchfuse {
 
@@ -235,18 +236,36 @@ Result<BlockTables> make_block_tables(const BlockSpec& b, const EncoderInputSpec
   // Pixtral casts its float32 tables to the model dtype; the vision RoPE's stay float32 (its
   // inv_freq buffer is float32 and apply_rotary_pos_emb_vision upcasts q and k).
   const DType out_dtype = b.rotary == RotaryKind::kPixtral ? dtype : DType::kF32;
+  // A row is [h angles | w angles], twice (cat(emb, emb)): the h quarter depends on the patch's
+  // row alone and the w quarter on its column, so each side's cos and sin are taken once (in
+  // double, rounded once) and the rows are copies of them.
+  const auto quarter = static_cast<size_t>(hd / 4);
+  const auto side_tables = [&](int64_t count, bool rows, std::vector<float>& cos, std::vector<float>& sin) {
+    std::vector<float> half(2 * quarter);
+    cos.resize(static_cast<size_t>(count) * quarter);
+    sin.resize(cos.size());
+    for (int64_t i = 0; i < count; ++i) {
+      angles(b, freqs, rows ? i : 0, rows ? 0 : i, half.data());
+      for (size_t k = 0; k < quarter; ++k) {
+        const double a = half[rows ? k : quarter + k];
+        cos[static_cast<size_t>(i) * quarter + k] = rounded_to(static_cast<float>(std::cos(a)), out_dtype);
+        sin[static_cast<size_t>(i) * quarter + k] = rounded_to(static_cast<float>(std::sin(a)), out_dtype);
+      }
+    }
+  };
+  std::vector<float> row_cos, row_sin, col_cos, col_sin;
+  side_tables(h, true, row_cos, row_sin);
+  side_tables(w, false, col_cos, col_sin);
   t.cos.resize(static_cast<size_t>(h * w * hd));
   t.sin.resize(t.cos.size());
-  std::vector<float> half(static_cast<size_t>(hd / 2));
+  const size_t bytes = quarter * sizeof(float);
   for (int64_t p = 0; p < h * w; ++p) {
     const auto [r, c] = patch_of(src[static_cast<size_t>(p)], m, w);
-    angles(b, freqs, r, c, half.data());
-    float* cos = t.cos.data() + p * hd;
-    float* sin = t.sin.data() + p * hd;
-    for (int64_t k = 0; k < hd; ++k) {
-      const double a = half[static_cast<size_t>(k % (hd / 2))];  // cat(emb, emb)
-      cos[k] = rounded_to(static_cast<float>(std::cos(a)), out_dtype);
-      sin[k] = rounded_to(static_cast<float>(std::sin(a)), out_dtype);
+    for (auto [table, by_row, by_col] : {std::tuple{&t.cos, &row_cos, &col_cos}, std::tuple{&t.sin, &row_sin, &col_sin}}) {
+      float* out = table->data() + p * hd;
+      std::memcpy(out, by_row->data() + static_cast<size_t>(r) * quarter, bytes);
+      std::memcpy(out + quarter, by_col->data() + static_cast<size_t>(c) * quarter, bytes);
+      std::memcpy(out + 2 * quarter, out, 2 * bytes);
     }
   }
   return t;
