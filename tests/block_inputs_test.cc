@@ -18,6 +18,7 @@
 #include "converter/sample_checkpoint.h"
 #include "patchfuse/patchfuse.hpp"
 #include "runtime/model/model_view.h"
+#include "tests/support/convert_fixture.h"
 #include "tests/support/model_builder.h"
 #include "tests/support/test_util.h"
 
@@ -26,18 +27,6 @@ namespace {
 
 std::string fixture(const std::string& name) { return std::string(PATCHFUSE_BLOCK_INPUTS_DIR) + "/" + name; }
 
-Model convert(const std::string& dir, const std::string& out, std::vector<std::string>* notes = nullptr) {
-  ConvertOptions o;
-  o.input = dir;
-  o.output = out;
-  for (const char* f : {"patch_embeddings", "conv2d_patch_embeddings"}) o.fusion.push_back({f, FusionValue{}});
-  auto r = convert_checkpoint(o);
-  EXPECT_TRUE(r.ok()) << r.error().message;
-  if (notes != nullptr && r.ok()) *notes = r->notes;
-  auto model = Model::open_file(out);
-  EXPECT_TRUE(model) << model.error();
-  return std::move(*model);
-}
 
 Session session(const Model& model, pf_precision precision = PF_PRECISION_F32,
                 pf_output_stage stage = PF_OUTPUT_PATCHES) {
@@ -136,7 +125,7 @@ std::optional<Session> any_session(const Model& model, pf_precision precision) {
 TEST_P(BlockInputs, EveryCaseMatchesPytorch) {
   const std::string dir = fixture(GetParam());
   testing::TempDir tmp;
-  const Model model = convert(dir, tmp / "m.pfb");
+  const Model model = testing::convert_fixture_dir(dir, tmp / "m.pfb");
   // The runtime's own functions, for the precisions no backend of this CPU runs (bf16 on AVX2):
   // the session's precision only picks the dtype they round to.
   const std::vector<uint8_t> file = testing::read_bytes(tmp / "m.pfb");
@@ -188,7 +177,7 @@ INSTANTIATE_TEST_SUITE_P(PytorchFixtures, BlockInputs,
 // made by prepare) equal to a patches session's.
 TEST(BlockInputsSchedule, ConfigValuesAndEveryStageAgree) {
   testing::TempDir tmp;
-  const Model model = convert(fixture("qwen2_5_vl"), tmp / "m.pfb");
+  const Model model = testing::convert_fixture_dir(fixture("qwen2_5_vl"), tmp / "m.pfb");
   Session s = session(model);
   auto b = s.block_schedule();
   ASSERT_TRUE(b) << b.error();
@@ -212,7 +201,7 @@ TEST(BlockInputsSchedule, ConfigValuesAndEveryStageAgree) {
 
 TEST(BlockInputsErrors, NamesGridsBuffersAndOlderModels) {
   testing::TempDir tmp;
-  const Model model = convert(fixture("qwen3_vl"), tmp / "m.pfb");
+  const Model model = testing::convert_fixture_dir(fixture("qwen3_vl"), tmp / "m.pfb");
   Session s = session(model);
   std::vector<uint8_t> buf(4096);
   const pf_grid grid{1, 4, 4};
@@ -231,7 +220,7 @@ TEST(BlockInputsErrors, NamesGridsBuffersAndOlderModels) {
   EXPECT_NE(std::string(pf_last_error()).find("index 4 is past the 4 block inputs"), std::string::npos);
 
   // Pixtral's table ends at image_size / patch_size patches a side.
-  const Model pixtral = convert(fixture("pixtral"), tmp / "p.pfb");
+  const Model pixtral = testing::convert_fixture_dir(fixture("pixtral"), tmp / "p.pfb");
   Session p = session(pixtral);
   EXPECT_EQ(p.block_inputs(pf_grid{1, 9, 2}).status(), PF_INVALID_ARGUMENT);
   EXPECT_NE(p.block_inputs(pf_grid{1, 9, 2}).error().find("image_size / patch_size = 8"), std::string::npos);
@@ -241,7 +230,7 @@ TEST(BlockInputsErrors, NamesGridsBuffersAndOlderModels) {
   spec.arch = find_architecture("siglip");
   spec.embed_dim = 16;
   ASSERT_TRUE(write_sample_checkpoint(tmp / "siglip", spec).ok());
-  const Model siglip = convert(tmp / "siglip", tmp / "s.pfb");
+  const Model siglip = testing::convert_fixture_dir(tmp / "siglip", tmp / "s.pfb");
   Session g = session(siglip);
   auto none = g.block_inputs(pf_grid{1, 4, 4});
   ASSERT_TRUE(none) << none.error();
@@ -325,7 +314,7 @@ TEST(BlockInputsTowers, Qwen35GlmOcrAndGlm46vEndToEnd) {
     ASSERT_NE(spec.arch, nullptr);
     spec.embed_dim = 64;
     ASSERT_TRUE(write_sample_checkpoint(tmp / "ckpt", spec).ok());
-    const Model model = convert(tmp / "ckpt", tmp / "m.pfb");
+    const Model model = testing::convert_fixture_dir(tmp / "ckpt", tmp / "m.pfb");
     const pf_module_info info = model.module(0);
     ASSERT_TRUE(info.has_preprocessing);
     const std::string steps = info.encoder_input;

@@ -16,6 +16,7 @@
 #include "converter/convert.h"
 #include "converter/sample_checkpoint.h"
 #include "patchfuse/patchfuse.hpp"
+#include "tests/support/convert_fixture.h"
 #include "tests/support/model_builder.h"
 #include "tests/support/test_util.h"
 #include "tests/support/tolerance.h"
@@ -37,17 +38,6 @@ double bound(pf_precision p) { return p == PF_PRECISION_F32 ? 1e-5 : testing::ma
                                        << e.max_ref << ", above the bound " << bound(p);
 }
 
-Model convert(const std::string& dir, const std::string& out) {
-  ConvertOptions o;
-  o.input = dir;
-  o.output = out;
-  for (const char* f : {"patch_embeddings", "conv2d_patch_embeddings"}) o.fusion.push_back({f, FusionValue{}});
-  auto r = convert_checkpoint(o);
-  EXPECT_TRUE(r.ok()) << r.error().message;
-  auto model = Model::open_file(out);
-  EXPECT_TRUE(model) << model.error();
-  return std::move(*model);
-}
 
 pf_session_options encoder_options(pf_backend b = PF_BACKEND_REFERENCE) {
   pf_session_options o = default_options();
@@ -105,7 +95,7 @@ class EncoderInput : public ::testing::TestWithParam<const char*> {};
 TEST_P(EncoderInput, EveryBackendPathAndPrecisionMatchesPytorch) {
   const std::string dir = fixture(GetParam());
   testing::TempDir tmp;
-  const Model model = convert(dir, tmp / "m.pfb");
+  const Model model = testing::convert_fixture_dir(dir, tmp / "m.pfb");
   const pf_module_info info = model.module(0);
   ASSERT_NE(info.encoder_input, nullptr);
   nlohmann::json cases;
@@ -174,7 +164,7 @@ INSTANTIATE_TEST_SUITE_P(PytorchFixtures, EncoderInput,
 TEST(EncoderInputCache, GridsSeenAgainGiveTheirOwnRows) {
   const std::string dir = fixture("qwen3_vl");
   testing::TempDir tmp;
-  const Model model = convert(dir, tmp / "m.pfb");
+  const Model model = testing::convert_fixture_dir(dir, tmp / "m.pfb");
   auto s = Session::create(model, 0, encoder_options());
   ASSERT_TRUE(s);
   const std::map<std::string, pf_grid> grids = {{"smaller", {1, 4, 6}}, {"t3", {3, 4, 4}}, {"larger", {1, 16, 12}}};
@@ -197,7 +187,7 @@ TEST(EncoderInputCache, GridsSeenAgainGiveTheirOwnRows) {
 // A checkpoint without a step's tensor converts; the session names it when asked for the encoder input.
 TEST(EncoderInputErrors, AMissingTensorIsNamedBySessionCreate) {
   testing::TempDir tmp;
-  const Model model = convert(std::string(PATCHFUSE_GOLDEN_DIR) + "/qwen3_vl_bias_f32", tmp / "m.pfb");
+  const Model model = testing::convert_fixture_dir(std::string(PATCHFUSE_GOLDEN_DIR) + "/qwen3_vl_bias_f32", tmp / "m.pfb");
   EXPECT_NE(std::string(model.module(0).encoder_input).find("missing from the checkpoint: model.visual.pos_embed.weight"),
             std::string::npos)
       << model.module(0).encoder_input;
@@ -218,7 +208,7 @@ TEST(EncoderInputErrors, RefusedModelTypesSayWhy) {
     spec.arch = find_architecture(type);
     spec.embed_dim = 16;
     ASSERT_TRUE(write_sample_checkpoint(tmp / "ckpt", spec).ok());
-    const Model model = convert(tmp / "ckpt", tmp / "m.pfb");
+    const Model model = testing::convert_fixture_dir(tmp / "ckpt", tmp / "m.pfb");
     auto s = Session::create(model, 0, encoder_options());
     ASSERT_FALSE(s);
     EXPECT_EQ(s.status(), PF_UNSUPPORTED);
@@ -228,7 +218,7 @@ TEST(EncoderInputErrors, RefusedModelTypesSayWhy) {
 
 TEST(EncoderInputErrors, GridsTheModelRefusesAndRunsWithoutAGrid) {
   testing::TempDir tmp;
-  const Model model = convert(fixture("qwen3_vl"), tmp / "m.pfb");
+  const Model model = testing::convert_fixture_dir(fixture("qwen3_vl"), tmp / "m.pfb");
   auto s = Session::create(model, 0, encoder_options());
   ASSERT_TRUE(s);
   std::vector<float> x(5 * 8 * 96), y(5 * 8 * 20);
@@ -253,7 +243,7 @@ TEST(EncoderInputErrors, GridsTheModelRefusesAndRunsWithoutAGrid) {
 
 TEST(EncoderInputErrors, WindowIndexCapacityTooSmallStillGivesTheCounts) {
   testing::TempDir tmp;
-  const Model model = convert(fixture("qwen2_5_vl"), tmp / "m.pfb");
+  const Model model = testing::convert_fixture_dir(fixture("qwen2_5_vl"), tmp / "m.pfb");
   auto s = Session::create(model, 0, default_options());  // any stage answers
   ASSERT_TRUE(s);
   std::vector<int64_t> index(3), cu(3);
