@@ -4,6 +4,7 @@
 #   libpatchfuse-dev         headers, CMake package, .pc  (Multi-Arch: same)
 #   patchfuse-tools          patchfuse-run, patchfuse-bench (Multi-Arch: foreign)
 #   patchfuse-convert        the host converter           (Multi-Arch: foreign)
+#   python3-patchfuse        the Python module (native builds with the module only)
 # Build them with `cpack -G DEB` in a build folder (scripts/package.sh). Depends are written out
 # rather than computed by dpkg-shlibdeps, which cannot see a cross sysroot's libraries; they name
 # the Debian 12 packages of exactly the libraries each binary links (scripts/packages.sh checks
@@ -39,7 +40,12 @@ set(name_runtime ${lib_package})
 set(name_dev libpatchfuse-dev)
 set(name_tools patchfuse-tools)
 set(name_converter patchfuse-convert)
-foreach(component runtime dev tools converter)
+set(name_python python3-patchfuse)
+set(components runtime dev tools converter)
+if(PATCHFUSE_BUILD_PYTHON)
+  list(APPEND components python)
+endif()
+foreach(component ${components})
   install(FILES ${CMAKE_CURRENT_LIST_DIR}/debian/copyright ${changelog}.gz
           DESTINATION ${CMAKE_INSTALL_DATADIR}/doc/${name_${component}} COMPONENT ${component})
 endforeach()
@@ -56,7 +62,7 @@ set(CPACK_PACKAGE_CONTACT "patchfuse developers <patchfuse@localhost>")
 set(CPACK_PACKAGING_INSTALL_PREFIX /usr)
 set(CPACK_STRIP_FILES ON)  # debug info stays in the build folder
 set(CPACK_DEB_COMPONENT_INSTALL ON)
-set(CPACK_COMPONENTS_ALL runtime dev tools converter)
+set(CPACK_COMPONENTS_ALL ${components})
 set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
 set(CPACK_DEBIAN_PACKAGE_ARCHITECTURE ${deb_arch})
 set(CPACK_DEBIAN_PACKAGE_SECTION libs)
@@ -94,11 +100,18 @@ thread count and batch size.")
 
 set(CPACK_DEBIAN_CONVERTER_PACKAGE_NAME patchfuse-convert)
 set(CPACK_DEBIAN_CONVERTER_PACKAGE_SECTION utils)
-set(CPACK_DEBIAN_CONVERTER_PACKAGE_DEPENDS "${cxx_depends}")
+set(CPACK_DEBIAN_CONVERTER_PACKAGE_DEPENDS "libyuv0, ${cxx_depends}")  # the runtime's frames layer, linked in
 set(CPACK_DEBIAN_CONVERTER_PACKAGE_MULTIARCH foreign)
 set(CPACK_COMPONENT_CONVERTER_DESCRIPTION "patch-embedding converter for vision-language models (host tool)
 patchfuse-convert turns a Hugging Face checkpoint (config.json,
 preprocessor_config.json and safetensors) into a verified, aligned .pfb
 model and exports it back bit-exactly.")
+
+set(CPACK_DEBIAN_PYTHON_PACKAGE_NAME python3-patchfuse)
+set(CPACK_DEBIAN_PYTHON_PACKAGE_SECTION python)
+set(CPACK_DEBIAN_PYTHON_PACKAGE_DEPENDS "${lib_package} ${same_version}, python3 (>= 3.11), python3 (<< 3.12), python3-numpy (<< 1:2), libyuv0, libstb0, libjpeg62-turbo, libpng16-16, libwebp7, libwebpdemux2, ${cxx_depends}")
+set(CPACK_COMPONENT_PYTHON_DESCRIPTION "patch-embedding runtime for vision-language models (Python 3)
+The patchfuse module: convert, inspect and export checkpoints, and run
+models on NumPy pixel_values, images and camera planes without copies.")
 
 include(CPack)

@@ -23,6 +23,7 @@ packages=(
   libxnnpack-dev libpthreadpool-dev libcpuinfo-dev   # ARM (and x86-64) backend
   libgemmlowp-dev                           # int8 backend (ARM; also built on x86-64)
   go-md2man                                 # man pages from docs/ (cmake/ManPages.cmake)
+  pybind11-dev python3-dev python3-numpy python3-pytest   # the Python module (python/) and its tests
 )
 for set in "$@"; do
   case "$set" in

@@ -22,7 +22,8 @@ done
 # Depends must name the package of every library a binary in the package links (DT_NEEDED).
 declare -A provider=([libpatchfuse.so.0.4]=libpatchfuse0.4 [libxxhash.so.0]=libxxhash0 [libdnnl.so.2]=libdnnl2 [libXNNPACK.so.0]=libxnnpack0
   [libpthreadpool.so.0]=libpthreadpool0 [libcpuinfo.so.0]=libcpuinfo0 [libgomp.so.1]=libgomp1 [libstb.so.0]=libstb0
-  [libwebp.so.7]=libwebp7 [libwebpdemux.so.2]=libwebpdemux2 [libstdc++.so.6]=libstdc++6 [libgcc_s.so.1]=libgcc-s1 [libc.so.6]=libc6 [libm.so.6]=libc6)
+  [libwebp.so.7]=libwebp7 [libwebpdemux.so.2]=libwebpdemux2 [libjpeg.so.62]=libjpeg62-turbo [libpng16.so.16]=libpng16-16
+  [libyuv.so.0]=libyuv0 [libstdc++.so.6]=libstdc++6 [libgcc_s.so.1]=libgcc-s1 [libc.so.6]=libc6 [libm.so.6]=libc6)
 for deb in "$out"/debs-*/*.deb; do
   echo "== $(basename "$deb")"
   dpkg-deb -I "$deb" | grep -E '^ (Package|Version|Architecture|Multi-Arch|Depends|Section):'
@@ -32,7 +33,8 @@ for deb in "$out"/debs-*/*.deb; do
     for needed in $(readelf -d "$elf" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p'); do
       [[ $needed == ld-linux* ]] && continue
       pkg=${provider[$needed]:-}
-      [[ -n $pkg && ",$depends," == *", $pkg"[\ ,]* || ",$depends," == *",$pkg"[\ ,]* ]] || {
+      # A library missing from the table fails too (an empty name would match any ", ").
+      [[ -n $pkg ]] && [[ ",$depends," == *", $pkg"[\ ,]* || ",$depends," == *",$pkg"[\ ,]* ]] || {
         echo "packages: $(basename "$deb"): ${elf#$out/check} needs $needed (package '${pkg:-unknown}') but Depends is: $depends" >&2
         exit 1
       }
@@ -56,6 +58,10 @@ cc -o "$out/example-pkgconfig" examples/embed/main.c $(pkg-config --cflags --lib
 "$out/debroot/usr/bin/patchfuse-convert" convert "$checkpoint" -o "$out/model-deb.pfb" > /dev/null
 LD_LIBRARY_PATH="$out/debroot/usr/$libdir" "$out/example-pkgconfig" "$out/model-deb.pfb"
 unset PKG_CONFIG_PATH
+# The Python module from python3-patchfuse, as Debian's python3 imports it once the .deb is installed.
+PYTHONPATH="$out/debroot/usr/lib/python3/dist-packages" LD_LIBRARY_PATH="$out/debroot/usr/$libdir" /usr/bin/python3 -c \
+  "import patchfuse, sys; help(patchfuse.Session); print(patchfuse.Model(sys.argv[1]).modules[0]['path'], file=sys.stderr)" \
+  "$out/model-deb.pfb" > /dev/null
 
 echo "--- 4. aarch64: cross-built against the aarch64 install tree, run under qemu"
 cmake --install build-aarch64 --prefix "$out/prefix-arm64" > /dev/null

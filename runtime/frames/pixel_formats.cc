@@ -152,12 +152,18 @@ Status check_image(const ImageView& v, const char* where) {
              pixel_format_name(v.format), " image takes");
     // libyuv takes int strides, and every row's address must be computable (also in a 32-bit
     // address space): the plane's extent is counted in 64 bits.
-    const uint64_t extent = uint64_t{v.row_stride[p]} * (plane_rows(v, p) - 1) + l.min_stride[p];
+    const uint64_t extent = plane_extent(v, p);
     PF_CHECK(v.row_stride[p] <= (1u << 30) && extent <= std::min<uint64_t>(uint64_t{1} << 40, SIZE_MAX),
              Code::kInvalidArgument, where, ": row stride ", v.row_stride[p], " of plane ", p, " is too large (the plane spans ",
              extent, " bytes)");
   }
   return {};
+}
+
+int plane_count(const ImageView& v) { return layout(v).planes; }
+
+uint64_t plane_extent(const ImageView& v, int p) {
+  return uint64_t{v.row_stride[p]} * (plane_rows(v, p) - 1) + layout(v).min_stride[p];
 }
 
 namespace {

@@ -38,6 +38,11 @@ struct ImageView {
 constexpr size_t kMaxImageSide = 1u << 15;
 constexpr uint64_t kMaxImagePixels = uint64_t{1} << 28;
 Status check_image(const ImageView& image, const char* where);
+// The planes `image`'s format has, and the bytes plane p spans from its first byte (row stride ×
+// (rows - 1) + one row's bytes): what a caller's buffer for that plane must hold (the Python
+// module checks arrays with it). Valid for an image that passed check_image.
+int plane_count(const ImageView& image);
+uint64_t plane_extent(const ImageView& image, int plane);
 
 // A tightly packed frame of `format` at `data`: rows of width * bytes per pixel, planes one after
 // the other (4:2:0 chroma at ceil(width/2) x ceil(height/2)), as camera dumps and decoders write
