@@ -41,6 +41,11 @@ Result<ConvertReport> convert_checkpoint(const ConvertOptions& o) {
   }
   const Architecture* arch = find_architecture(config.model_type);
   ConvertReport report;
+  // A note that means the model lacks a capability: also a gap, which --strict refuses.
+  const auto gap = [&](std::string note) {
+    report.gaps.push_back(note);
+    report.notes.push_back(std::move(note));
+  };
   std::optional<Preprocessing> preprocessing;
   // The file given, else `name` beside config.json if it exists, else "".
   const auto found = [&](const std::string& given, const char* name) {
@@ -52,8 +57,8 @@ Result<ConvertReport> convert_checkpoint(const ConvertOptions& o) {
   };
   const std::string preprocessor_path = found(o.preprocessor, "preprocessor_config.json");
   if (preprocessor_path.empty()) {
-    report.notes.push_back("no preprocessor_config.json beside " + ckpt.config_path() +
-                           ": the model takes pixel_values only (pass --preprocessor FILE for frames)");
+    gap("no preprocessor_config.json beside " + ckpt.config_path() +
+        ": the model takes pixel_values only (pass --preprocessor FILE for frames)");
   } else {
     Result<Preprocessing> loaded = load_preprocessor_config(preprocessor_path, config.model_type);
     if (loaded.ok()) {
@@ -66,7 +71,7 @@ Result<ConvertReport> convert_checkpoint(const ConvertOptions& o) {
                             load_video_preprocessor_config(video_path, *preprocessing, preprocessor_path));
       }
     } else if (loaded.error().code == Code::kUnsupported) {
-      report.notes.push_back(loaded.error().message + ": the model takes pixel_values only");
+      gap(loaded.error().message + ": the model takes pixel_values only");
     } else {
       return loaded.error();
     }
@@ -90,14 +95,14 @@ Result<ConvertReport> convert_checkpoint(const ConvertOptions& o) {
       ++candidates;
       PF_ASSIGN_OR_RETURN(CheckpointTensor w, ckpt.tensor(name));
       if (w.entry->shape.size() != 2 + static_cast<size_t>(family.spatial_rank)) {
-        report.notes.push_back(cat("skipped ", *module, ": ", name, " has shape ", format_dims(w.entry->shape),
-                                   ", not a rank-", 2 + family.spatial_rank, " conv weight"));
+        gap(cat("skipped ", *module, ": ", name, " has shape ", format_dims(w.entry->shape), ", not a rank-",
+                2 + family.spatial_rank, " conv weight"));
         continue;
       }
       PF_ASSIGN_OR_RETURN(ConvGeometry g, resolve_geometry(family, *module, name, w.entry->shape, config, o.geometry));
       const std::vector<std::string> broken = eligibility_violations(g);
       if (!broken.empty()) {
-        report.notes.push_back(cat("skipped ", *module, ": not eligible for '", family.name, "' fusion: ", broken.front()));
+        gap(cat("skipped ", *module, ": not eligible for '", family.name, "' fusion: ", broken.front()));
         continue;
       }
       ModuleRecord m;
@@ -113,8 +118,8 @@ Result<ConvertReport> convert_checkpoint(const ConvertOptions& o) {
           if (g.kernel[r - 2] == g.kernel[r - 1]) pre.patch_size = g.kernel[r - 1];
         }
         if (pre.patch_size == 0) {
-          report.notes.push_back(cat(*module, ": kernel ", format_dims(g.kernel),
-                                     " is not square; frames need square patches, so it takes pixel_values only"));
+          gap(cat(*module, ": kernel ", format_dims(g.kernel),
+                  " is not square; frames need square patches, so it takes pixel_values only"));
         } else {
           PF_RETURN_IF_ERROR(check_preprocessing(pre, g, cat(preprocessor_path, " vs ", name, " ", format_dims(w.entry->shape))));
           m.preprocessing = pre;
@@ -143,7 +148,11 @@ Result<ConvertReport> convert_checkpoint(const ConvertOptions& o) {
       }
       if (arch_module) {
         PF_ASSIGN_OR_RETURN(m.encoder_input, encoder_input_record(ckpt, *arch, config, m.path, g, report.notes));
-        PF_ASSIGN_OR_RETURN(m.blocks, block_spec(*arch, config, g, report.notes));
+        for (const std::string& missing : m.encoder_input->missing) {
+          gap(cat(m.path, ": the checkpoint has no ", missing, ", which the encoder input needs"));
+        }
+        PF_ASSIGN_OR_RETURN(m.blocks, block_spec(*arch, config, g));
+        if (!m.blocks->refused.empty()) gap("block inputs not stored: " + m.blocks->refused);
       }
       report.written.push_back(cat(m.path, ": ", layout_name(m.layout), " ", format_dims(m.weight.shape), " ",
                                    dtype_name(m.dtype), m.bias ? " +bias" : ""));
@@ -163,6 +172,8 @@ Result<ConvertReport> convert_checkpoint(const ConvertOptions& o) {
   PF_CHECK(!modules.empty(), Code::kUnsupported, o.input, ": none of the ", candidates,
            " patch embeddings is eligible; ", report.notes.back());
 
+  PF_CHECK(!o.strict || report.gaps.empty(), Code::kUnsupported, "--strict: ",
+           report.gaps.empty() ? std::string() : report.gaps.front());
   const std::vector<uint8_t> bytes = build_model(config.model_type, steps, modules);
   // The converter's own output passes the same verification the runtime will apply.
   Result<ModelView> check = read_model(bytes.data(), bytes.size(), o.output);

@@ -69,8 +69,7 @@ Result<EncoderInputRecord> encoder_input_record(Checkpoint& ckpt, const Architec
   return r;
 }
 
-Result<BlockSpec> block_spec(const Architecture& arch, const VisionConfig& config, const ConvGeometry& geometry,
-                             std::vector<std::string>& notes) {
+Result<BlockSpec> block_spec(const Architecture& arch, const VisionConfig& config, const ConvGeometry& geometry) {
   const BlockSteps& steps = arch.blocks;
   const std::string at = cat(config.file, ": ", config.location == "(top level)" ? "" : config.location + ".");
   BlockSpec b;
@@ -87,10 +86,10 @@ Result<BlockSpec> block_spec(const Architecture& arch, const VisionConfig& confi
   const bool head_dim_fits = b.head_dim > 0 && b.head_dim % 4 == 0;  // [h | w] halves of head_dim / 2
   if (b.rotary != RotaryKind::kNone && !head_dim_fits && !config.num_heads && !config.head_dim) {
     // The width is the checkpoint's own and the head count a default: the patch embedding is
-    // complete without the blocks' inputs, so the model converts and says why it lacks them.
+    // complete without the blocks' inputs, so the model converts and says why it lacks them
+    // (the converter notes it; --strict refuses it).
     b.refused = cat(config.file, " gives no ", config.location, ".num_heads, and the default ", b.num_heads,
                     " heads of the width ", width, " are not a rotary head_dim (a multiple of 4)");
-    notes.push_back("block inputs not stored: " + b.refused);
     return b;
   }
   PF_CHECK(b.rotary == RotaryKind::kNone || head_dim_fits, Code::kInvalidModel, at, "num_heads ", b.num_heads,

@@ -19,8 +19,7 @@ Result<EncoderInputRecord> encoder_input_record(Checkpoint& ckpt, const Architec
 // The blocks' schedule and what they take per grid: the architecture's BlockSteps with the
 // config's values (its defaults where config.json leaves a field out). Errors name config.json's
 // field and value: a head count that does not divide the width, indexes past the depth. A default
-// head count that does not divide the width refuses the block inputs with a note instead.
-Result<BlockSpec> block_spec(const Architecture& arch, const VisionConfig& config, const ConvGeometry& geometry,
-                             std::vector<std::string>& notes);
+// head count that does not divide the width refuses the block inputs (BlockSpec::refused) instead.
+Result<BlockSpec> block_spec(const Architecture& arch, const VisionConfig& config, const ConvGeometry& geometry);
 
 }  // namespace patchfuse

@@ -39,6 +39,9 @@ int main(int argc, char** argv) {
   c->add_option("--video-resize", video_resize, "The same for video frames (default torch, as transformers' video processors)")
       ->check(CLI::IsMember({"pil", "torch"}));
   c->add_option("--fusion", fusion_flags, "NAME[=true|false|{options}], repeatable; default patch_embeddings=true; Conv2d models: --fusion conv2d_patch_embeddings");
+  c->add_flag("--strict", convert.strict,
+              "Refuse, with no output, what would be a note that a capability is missing (no preprocessor config, a "
+              "skipped candidate, a tensor the encoder input needs, the block inputs' config values)");
   c->add_option("--dtype", dtype, "Weight dtype in the model")->check(CLI::IsMember({"keep", "f32", "f16", "bf16"}));
   c->add_option("--geometry", geometry,
                 "Conv hyper-parameters for an architecture not in the table: "

@@ -295,8 +295,9 @@ PYBIND11_MODULE(_patchfuse, m) {
       "convert",
       [](const std::string& src, const std::string& out, const std::vector<std::string>& fusion, const std::string& dtype,
          const std::string& config, const std::string& preprocessor, const std::string& video_preprocessor,
-         const std::string& resize, const std::string& video_resize, const std::string& geometry) {
+         const std::string& resize, const std::string& video_resize, const std::string& geometry, bool strict) {
         patchfuse::ConvertOptions o;
+        o.strict = strict;
         o.input = src;
         o.output = out;
         o.config = config;
@@ -326,18 +327,21 @@ PYBIND11_MODULE(_patchfuse, m) {
         report["output"] = out;
         report["written"] = r->written;
         report["notes"] = r->notes;
+        report["gaps"] = r->gaps;
         return report;
       },
       py::arg("src"), py::arg("out"), py::kw_only(), py::arg("fusion") = std::vector<std::string>{},
       py::arg("dtype") = "keep", py::arg("config") = "", py::arg("preprocessor") = "", py::arg("video_preprocessor") = "",
-      py::arg("resize") = "", py::arg("video_resize") = "", py::arg("geometry") = "",
+      py::arg("resize") = "", py::arg("video_resize") = "", py::arg("geometry") = "", py::arg("strict") = false,
       R"doc(Convert a Hugging Face checkpoint (folder, .safetensors or shard index) to a .pfb, as `patchfuse-convert convert`.
 
 src: the checkpoint. out: the .pfb to write (atomically; nothing on failure).
 fusion: the CLI's --fusion entries, e.g. ["conv2d_patch_embeddings"] (default: patch_embeddings).
 dtype: "keep" (the checkpoint's), "f32", "f16" or "bf16". config, preprocessor, video_preprocessor:
 files to use instead of those beside the weights. resize, video_resize: "pil" or "torch".
-geometry: the CLI's --geometry override. Returns {"output", "written", "notes"}; raises
+geometry: the CLI's --geometry override. strict: refuse what would be a note that a capability is
+missing (--strict). Returns {"output", "written", "notes", "gaps"} (gaps: the notes that mean a
+capability is missing); raises
 patchfuse.Error with the converter's one-line message.)doc");
   m.def(
       "inspect",
@@ -535,8 +539,8 @@ run without the GIL; one session serializes its calls (use one session per threa
           },
           py::arg("format"), py::arg("planes"), py::arg("width"), py::arg("height"), py::kw_only(),
           py::arg("row_strides") = std::vector<int64_t>{}, py::arg("chroma_pixel_stride") = 1,
-          py::arg("matrix") = "bt601_limited", py::arg("out") = py::none(),
-          R"doc(Embed a camera frame given as planes: format nv12/nv21 (Y, UV), i420 (Y, U, V; chroma_pixel_stride 1 or 2), yuyv or a packed RGB format (one plane). Each plane is a uint8 2-D array of rows (its row stride is the array's) or a flat buffer with row_strides; matrix is bt601_limited (default, as patchfuse-run), bt601_full or bt709_limited. Returns (output, grid).)doc")
+          py::arg("matrix") = "bt601_full", py::arg("out") = py::none(),
+          R"doc(Embed a camera frame given as planes: format nv12/nv21 (Y, UV), i420 (Y, U, V; chroma_pixel_stride 1 or 2), yuyv or a packed RGB format (one plane). Each plane is a uint8 2-D array of rows (its row stride is the array's) or a flat buffer with row_strides; matrix is bt601_full (default, as the C API and patchfuse-run: JFIF, Android camera2), bt601_limited or bt709_limited (video decoders, webcams). Returns (output, grid).)doc")
       .def(
           "run_video",
           [](PySession& s, const std::vector<py::array>& frames, const std::string& format, const py::object& out) {

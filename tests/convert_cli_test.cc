@@ -492,6 +492,21 @@ TEST_F(ConvertCliBadInput, MissingConfig) {
   expect_failure("", "config.json: cannot open the model config");
 }
 
+// --strict: a complete checkpoint converts as without it; one that would only take pixel_values
+// (no preprocessor config) is refused with that note as the one-line error, and nothing written.
+TEST_F(ConvertCliBadInput, StrictRefusesAMissingCapability) {
+  ASSERT_EQ(std::system(("mkdir -p '" + (dir_ / "out") + "'").c_str()), 0);
+  const CommandResult ok = convert_cli("convert " + ckpt() + " -o " + out() + " --strict");
+  ASSERT_EQ(ok.exit_code, 0) << ok.err;
+  EXPECT_EQ(ok.err, "");
+  std::remove(out().c_str());
+  ASSERT_EQ(std::remove((dir_ / "ckpt/preprocessor_config.json").c_str()), 0);
+  expect_failure("--strict", "--strict: no preprocessor_config.json beside");
+  const CommandResult lenient = convert_cli("convert " + ckpt() + " -o " + out());
+  ASSERT_EQ(lenient.exit_code, 0) << lenient.err;
+  EXPECT_NE(lenient.err.find("note: no preprocessor_config.json"), std::string::npos);
+}
+
 TEST_F(ConvertCliBadInput, RefusesToOverwriteTheInput) {
   const auto before = testing::read_bytes(weights());
   const CommandResult r = convert_cli("convert " + ckpt() + " -o " + weights());
@@ -505,6 +520,10 @@ TEST_F(ConvertCliBadInput, ExportAndInspectOfABadModel) {
   ASSERT_EQ(std::system(("mkdir -p '" + (dir_ / "out") + "'").c_str()), 0);
   expect_one_line_error(convert_cli("export " + (dir_ / "bad.pfb") + " -o " + (dir_ / "out/x.safetensors")), "is not 'PFB1'");
   EXPECT_TRUE(testing::list_dir(dir_ / "out").empty());
+  // A safetensors file is not a model: its identifier bytes (part of its header length, NULs
+  // included) are escaped, so the message keeps its point.
+  expect_one_line_error(convert_cli("inspect " + weights()), "' is not 'PFB1'; not a patchfuse model");
+  EXPECT_NE(convert_cli("inspect " + weights()).err.find("\\x00"), std::string::npos);
 }
 
 TEST(ConvertCliUsage, ExitCodeTwoForUsageErrors) {

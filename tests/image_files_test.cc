@@ -80,7 +80,9 @@ TEST(ImageFiles, BrokenFilesAreRefusedWithTheReason) {
   // the LZW codes already ended, while we refuse it: stricter, never a wrong picture).
   for (const char* name : {"ppm_rgb.ppm", "pgm_gray.pgm", "bmp_rgb.bmp", "gif_palette.gif"}) {
     const std::vector<uint8_t> whole = testing::read_bytes(kDir + "/decode/" + name);
-    for (size_t keep : {whole.size() / 2, whole.size() - 2, size_t{30}}) {
+    // One byte short too (a PNM or BMP's last pixel byte; a GIF's trailer, which Pillow does not need).
+    const bool gif = std::string(name).find(".gif") != std::string::npos;
+    for (size_t keep : {whole.size() / 2, whole.size() - 2, gif ? whole.size() - 2 : whole.size() - 1, size_t{30}}) {
       SCOPED_TRACE(std::string(name) + " cut to " + std::to_string(keep) + " bytes");
       testing::write_bytes(dir / name, std::vector<uint8_t>(whole.begin(), whole.begin() + static_cast<std::ptrdiff_t>(keep)));
       refused(dir / name, DecodeOptions(), "truncated");

@@ -281,6 +281,35 @@ TEST_F(RunCli, RawCameraDumpsGoThroughTheRuntimesConversion) {
   EXPECT_EQ(run_cli(q + " --yuv " + (dir_ / "f.nv12") + " --size 64 --output " + out()).exit_code, 2);
 }
 
+// One default colour matrix: the same NV12 bytes through a C API image with default fields
+// (pf_image_packed) and through patchfuse-run --yuv with default flags give identical embeddings,
+// and the tool says which matrix it used.
+TEST_F(RunCli, DefaultColourMatrixIsTheCApisDefault) {
+  ASSERT_NO_FATAL_FAILURE(convert(std::string(PATCHFUSE_FRAMES_DIR) + "/qwen2_vl", "q.pfb"));
+  const size_t w = 64, h = 48;
+  std::vector<uint8_t> nv12(w * h + w * h / 2);
+  for (size_t i = 0; i < nv12.size(); ++i) nv12[i] = static_cast<uint8_t>((i * 2654435761u) >> 11);
+  testing::write_bytes(dir_ / "f.nv12", nv12);
+  const CommandResult r = run_cli((dir_ / "q.pfb") + " --yuv " + (dir_ / "f.nv12") + " --format nv12 --size 64x48 --output " + out());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("colour matrix bt601_full"), std::string::npos) << r.out;
+  auto model = Model::open_file(dir_ / "q.pfb");
+  ASSERT_TRUE(model);
+  auto session = Session::create(*model, 0, default_options());
+  ASSERT_TRUE(session);
+  pf_image image;
+  ASSERT_EQ(pf_image_packed(&image, PF_PIXEL_NV12, nv12.data(), w, h), PF_OK);
+  const std::vector<double> cli = output();
+  std::vector<float> api(cli.size());
+  ASSERT_EQ(session->run_image(image, api.data()), "");
+  EXPECT_EQ(std::vector<double>(api.begin(), api.end()), cli);
+  // The limited matrix really is another result (the default is not a no-op).
+  std::remove(out().c_str());
+  ASSERT_EQ(run_cli((dir_ / "q.pfb") + " --yuv " + (dir_ / "f.nv12") + " --format nv12 --size 64x48 --matrix bt601_limited --output " +
+                    out()).exit_code, 0);
+  EXPECT_NE(output(), cli);
+}
+
 // --frames is a video: its frames are sized by the model's video rule (Qwen3-VL's fixture stores
 // Qwen3VLVideoProcessor's, which budgets pixels over the frame count; the expected size is
 // Python's, from smart_resize.json), not by the image rule.

@@ -33,7 +33,7 @@ struct Job {
 int main(int argc, char** argv) {
   CLI::App app{"patchfuse-run: run a patch embedding of a .pfb model on .npy patches or on images"};
   std::string model_path, input_path, image_path, yuv_path, output_path, module, backend = "auto", precision = "auto";
-  std::string format = "nv12", size, matrix = "bt601_limited", write_resized, output_stage = "patches", grid_text;
+  std::string format = "nv12", size, matrix = "bt601_full", write_resized, output_stage = "patches", grid_text;
   std::string weights_cache, block_inputs_dir;
   std::vector<std::string> frame_paths;
   int threads = 1;
@@ -48,7 +48,8 @@ int main(int argc, char** argv) {
   app.add_option("--format", format, "--yuv pixel format: nv12|nv21|i420|yuyv|rgb|bgr|rgba|bgra|gray8")
       ->check(CLI::IsMember(patchfuse::keys_of(patchfuse::pixel_format_names())));
   auto* size_opt = app.add_option("--size", size, "--yuv frame size WxH, e.g. 1920x1080");
-  app.add_option("--matrix", matrix, "--yuv colour matrix: bt601_full|bt601_limited|bt709_limited")
+  app.add_option("--matrix", matrix, "--yuv colour matrix: bt601_full (default, as the C API's: JFIF, Android camera2) | "
+                                     "bt601_limited | bt709_limited (video decoders, webcams)")
       ->check(CLI::IsMember(patchfuse::keys_of(patchfuse::color_matrix_names())));
   app.add_flag("--no-exif", no_exif, "Do not apply the EXIF orientation (Hugging Face's load_image applies it)");
   app.add_option("--max-pixels", max_pixels, "Refuse images with more pixels (default 178956970, Pillow's bomb limit)")
@@ -198,6 +199,9 @@ int main(int argc, char** argv) {
       views.back().matrix = patchfuse::color_matrix_names().at(matrix);
     }
     job.run = [&views](patchfuse::Session& s, float* out) { return s.run_video(views.data(), views.size(), out); };
+    if (!yuv_path.empty() && format != "rgb" && format != "bgr" && format != "rgba" && format != "bgra" && format != "gray8") {
+      std::printf("colour matrix %s (--matrix)\n", matrix.c_str());
+    }
   }
 
   pf_session_options o = patchfuse::default_options();

@@ -71,7 +71,7 @@ int main(int argc, char** argv) {
     nv12 = malloc((size_t)(cam_w * cam_h * 3 / 2));
     for (int64_t i = 0; i < cam_w * cam_h * 3 / 2; ++i) nv12[i] = (uint8_t)((i * 7919) % 251);
     if (pf_image_packed(&camera, PF_PIXEL_NV12, nv12, cam_w, cam_h) != PF_OK) return fail("image");
-    camera.matrix = PF_COLOR_BT601_LIMITED;
+    camera.matrix = PF_COLOR_BT601_LIMITED;  /* a video source's range; the default (0) is BT.601 full */
     frame = &camera;
     pf_grid g;
     if (pf_session_images_grid(session, 1, cam_h, cam_w, &g) != PF_OK) return fail("grid");

@@ -149,8 +149,11 @@ typedef PF_ENUM(pf_pixel_format) {
   PF_PIXEL_YUYV = 8
 } pf_pixel_format;
 
-/** YUV -> RGB matrix: BT.601 full range (JPEG's, and most phone camera JPEG pipelines), BT.601
- *  limited (studio swing: most SD camera and video sources), BT.709 limited (HD video). */
+/** YUV -> RGB matrix: BT.601 full range (JFIF: JPEG's, and what Android's camera2 hands out as
+ *  YUV_420_888), BT.601 limited (studio swing: SD video, many V4L2 webcams), BT.709 limited (HD
+ *  video from decoders). The default everywhere is PF_COLOR_BT601_FULL: the value 0 of a zeroed
+ *  pf_image and of pf_image_packed, patchfuse-run's and patchfuse-bench's --matrix, and the
+ *  Python module's; a decoder's or a webcam's frames usually need the limited matrices set. */
 typedef PF_ENUM(pf_color_matrix) {
   PF_COLOR_BT601_FULL = 0,
   PF_COLOR_BT601_LIMITED = 1,
@@ -161,7 +164,7 @@ typedef PF_ENUM(pf_color_matrix) {
  *  padding is needed after any plane. Zero-initialize it, or fill it with pf_image_packed. */
 typedef struct pf_image {
   pf_pixel_format format;
-  pf_color_matrix matrix;          /**< YUV formats only */
+  pf_color_matrix matrix;          /**< YUV formats only; 0 (a zeroed struct, pf_image_packed) is BT.601 full range */
   int64_t width, height;           /**< pixels; 1 to 32768 per side, at most 2^28 pixels */
   const uint8_t* planes[3];        /**< interleaved formats: planes[0]; NV12/NV21: Y, UV; I420: Y, U, V */
   int64_t row_stride_bytes[3];     /**< per plane, at least one row's bytes */

@@ -15,8 +15,8 @@ class Error(RuntimeError):
 
 def convert(src: str, out: str, *, fusion: Sequence[str] = ..., dtype: str = "keep", config: str = "",
             preprocessor: str = "", video_preprocessor: str = "", resize: str = "", video_resize: str = "",
-            geometry: str = "") -> Dict[str, Any]:
-    """Converts a Hugging Face checkpoint to a .pfb; returns {"output", "written", "notes"}."""
+            geometry: str = "", strict: bool = False) -> Dict[str, Any]:
+    """Converts a Hugging Face checkpoint to a .pfb; returns {"output", "written", "notes", "gaps"}."""
 def inspect(path: str) -> Dict[str, Any]:
     """What `patchfuse-convert inspect --json` prints, as Python objects."""
 def export(pfb: str, out: str) -> List[str]:
@@ -52,7 +52,7 @@ class Session:
     def run_image(self, image: npt.NDArray[np.uint8], *, format: str = "",
                   out: Optional[npt.NDArray[np.float32]] = None) -> Tuple[npt.NDArray[np.float32], Grid]: ...
     def run_planes(self, format: str, planes: Sequence[npt.NDArray[np.uint8]], width: int, height: int, *,
-                   row_strides: Sequence[int] = ..., chroma_pixel_stride: int = 1, matrix: str = "bt601_limited",
+                   row_strides: Sequence[int] = ..., chroma_pixel_stride: int = 1, matrix: str = "bt601_full",
                    out: Optional[npt.NDArray[np.float32]] = None) -> Tuple[npt.NDArray[np.float32], Grid]: ...
     def run_video(self, frames: Sequence[npt.NDArray[np.uint8]], *, format: str = "",
                   out: Optional[npt.NDArray[np.float32]] = None) -> Tuple[npt.NDArray[np.float32], Grid]: ...

@@ -254,6 +254,25 @@ Result<ModuleView> read_module(const fb::Module* m, const std::string& origin, c
 
 }  // namespace
 
+namespace {
+
+// Bytes for a message: printable ASCII as is, anything else as \xNN (a NUL cut the message of a
+// safetensors file given as a model, whose identifier bytes are part of its header length).
+std::string printable(const uint8_t* bytes, size_t n) {
+  std::string s;
+  for (size_t i = 0; i < n; ++i) {
+    if (bytes[i] >= 0x20 && bytes[i] < 0x7F && bytes[i] != '\\') {
+      s += static_cast<char>(bytes[i]);
+    } else {
+      static const char hex[] = "0123456789abcdef";
+      s += {'\\', 'x', hex[bytes[i] >> 4], hex[bytes[i] & 15]};
+    }
+  }
+  return s;
+}
+
+}  // namespace
+
 Result<ModelView> read_model(const uint8_t* data, size_t size, const std::string& origin) {
   PF_CHECK(data != nullptr, Code::kInvalidArgument, origin, ": model buffer is null");
   PF_CHECK(reinterpret_cast<uintptr_t>(data) % kBufferAlignment == 0, Code::kInvalidArgument, origin,
@@ -261,8 +280,7 @@ Result<ModelView> read_model(const uint8_t* data, size_t size, const std::string
            "-byte aligned (its 64-bit fields are read in place)");
   PF_CHECK(size >= 8, Code::kInvalidModel, origin, ": ", size, " bytes is too small to be a .pfb model");
   PF_CHECK(fb::ModelBufferHasIdentifier(data), Code::kInvalidModel, origin, ": file identifier '",
-           std::string(reinterpret_cast<const char*>(data) + 4, 4), "' is not '", fb::ModelIdentifier(),
-           "'; not a patchfuse model");
+           printable(data + 4, 4), "' is not '", fb::ModelIdentifier(), "'; not a patchfuse model");
   PF_CHECK(size < FLATBUFFERS_MAX_BUFFER_SIZE, Code::kInvalidModel, origin, ": ", size,
            " bytes exceeds the FlatBuffers limit of 2 GiB");
   flatbuffers::Verifier verifier(data, size);
