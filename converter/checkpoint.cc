@@ -2,7 +2,9 @@
 
 #include "converter/json_file.h"
 
+#include <dirent.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -24,6 +26,29 @@ static bool is_file(const std::string& p) {
 static bool ends_with(const std::string& s, const std::string& suffix) {
   return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
+// Where a symbolic link at `p` points when its target does not exist (a Hugging Face hub
+// snapshot's file whose blob is missing), else "".
+static std::string dangling_link(const std::string& p) {
+  struct stat st {};
+  if (::lstat(p.c_str(), &st) != 0 || !S_ISLNK(st.st_mode) || ::stat(p.c_str(), &st) == 0) return "";
+  std::string target(4096, '\0');
+  const ssize_t n = ::readlink(p.c_str(), target.data(), target.size());
+  return n > 0 ? target.substr(0, static_cast<size_t>(n)) : std::string("?");
+}
+// Names in `dir` that start with `prefix`, sorted, for a hint.
+static std::string names_in(const std::string& dir, const std::string& prefix) {
+  std::set<std::string> names;
+  if (DIR* d = ::opendir(dir.c_str())) {
+    while (const dirent* e = ::readdir(d)) {
+      const std::string n = e->d_name;
+      if (n.rfind(prefix, 0) == 0 && n != "." && n != "..") names.insert(n);
+    }
+    ::closedir(d);
+  }
+  std::string s;
+  for (const std::string& n : names) s += (s.empty() ? "" : ", ") + n;
+  return s.empty() ? "none" : s;
+}
 static std::string dirname_of(const std::string& p) {
   const size_t slash = p.rfind('/');
   return slash == std::string::npos ? "." : p.substr(0, slash == 0 ? 1 : slash);
@@ -39,6 +64,19 @@ Result<Checkpoint> Checkpoint::open(const std::string& input, const std::string&
     } else if (is_file(dir + "/model.safetensors")) {
       single = dir + "/model.safetensors";
     } else {
+      // Hugging Face's hub cache: models--ORG--NAME/{blobs, refs, snapshots/<revision>/...}, the
+      // snapshot's files links into blobs/.
+      for (const char* name : {"model.safetensors.index.json", "model.safetensors"}) {
+        const std::string target = dangling_link(dir + "/" + name);
+        PF_CHECK(target.empty(), Code::kIoError, dir, "/", name, " is a link to ", target,
+                 ", which does not exist (a hub snapshot whose blob was not downloaded?)");
+      }
+      PF_CHECK(!is_dir(dir + "/snapshots"), Code::kInvalidArgument, input,
+               ": a Hugging Face hub cache entry; pass one of its snapshots/<revision> folders (here: ",
+               names_in(dir + "/snapshots", ""), ")");
+      PF_CHECK(names_in(dir, "models--") == "none", Code::kInvalidArgument, input,
+               ": a Hugging Face hub cache; pass models--ORG--NAME/snapshots/<revision> (models here: ",
+               names_in(dir, "models--"), ")");
       return make_error(Code::kInvalidArgument, cat(input, ": folder has neither model.safetensors nor ",
                                                     "model.safetensors.index.json"));
     }

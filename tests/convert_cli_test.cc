@@ -492,6 +492,32 @@ TEST_F(ConvertCliBadInput, MissingConfig) {
   expect_failure("", "config.json: cannot open the model config");
 }
 
+// A Hugging Face hub snapshot (every file a link into blobs/) converts; the cache root, the
+// model's entry and a link whose blob is missing each say what to pass or what is missing.
+TEST_F(ConvertCliBadInput, HubCacheLayout) {
+  const std::string hub = dir_ / "hub", entry = hub + "/models--org--m", snap = entry + "/snapshots/abc123";
+  ASSERT_EQ(std::system(("mkdir -p '" + snap + "' '" + entry + "/blobs' '" + (dir_ / "out") + "'").c_str()), 0);
+  for (const char* name : {"config.json", "preprocessor_config.json", "model.safetensors"}) {
+    const std::string blob = entry + "/blobs/" + name + ".blob";
+    testing::write_bytes(blob, testing::read_bytes(ckpt() + "/" + name));
+    ASSERT_EQ(::symlink((std::string("../../blobs/") + name + ".blob").c_str(), (snap + "/" + name).c_str()), 0);
+  }
+  const CommandResult ok = convert_cli("convert " + snap + " -o " + out());
+  ASSERT_EQ(ok.exit_code, 0) << ok.err;
+  EXPECT_EQ(testing::read_bytes(out()), [&] {
+    convert_cli("convert " + ckpt() + " -o " + (dir_ / "out/plain.pfb"));
+    return testing::read_bytes(dir_ / "out/plain.pfb");
+  }());
+  expect_one_line_error(convert_cli("convert " + hub + " -o " + (dir_ / "x.pfb")),
+                        "a Hugging Face hub cache; pass models--ORG--NAME/snapshots/<revision> (models here: models--org--m)");
+  expect_one_line_error(convert_cli("convert " + entry + " -o " + (dir_ / "x.pfb")),
+                        "a Hugging Face hub cache entry; pass one of its snapshots/<revision> folders (here: abc123)");
+  ASSERT_EQ(std::remove((entry + "/blobs/model.safetensors.blob").c_str()), 0);
+  expect_one_line_error(convert_cli("convert " + snap + " -o " + (dir_ / "x.pfb")),
+                        "model.safetensors is a link to ../../blobs/model.safetensors.blob, which does not exist");
+  EXPECT_FALSE(testing::file_exists(dir_ / "x.pfb"));
+}
+
 // --strict: a complete checkpoint converts as without it; one that would only take pixel_values
 // (no preprocessor config) is refused with that note as the one-line error, and nothing written.
 TEST_F(ConvertCliBadInput, StrictRefusesAMissingCapability) {
