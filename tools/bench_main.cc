@@ -114,7 +114,7 @@ int main(int argc, char** argv) {
   app.add_option("MODEL", o.model, "Model .pfb")->required();
   app.add_option("--backend", o.backends, "auto,reference,onednn,xnnpack,gemmlowp (comma list)")->delimiter(',')
       ->check(CLI::IsMember(patchfuse::keys_of(patchfuse::backend_names())));
-  app.add_option("--precision", o.precisions, "auto,f32,bf16,f16 (comma list)")->delimiter(',')
+  app.add_option("--precision", o.precisions, "auto,f32,bf16,f16,int8 (comma list; int8: the frames path only)")->delimiter(',')
       ->check(CLI::IsMember(patchfuse::keys_of(patchfuse::precision_names())));
   app.add_option("--threads", o.threads, "Thread counts (comma list)")->delimiter(',')->check(CLI::Range(1, 1024));
   app.add_option("--patches", o.patches, "Patch counts N (comma list)")->delimiter(',')->check(CLI::Range(1, 1 << 24));

@@ -1,4 +1,6 @@
-/* patchfuse runtime: the patch-embedding projection of Qwen2-VL-family vision encoders, fast.
+/* patchfuse runtime: the patch embedding of vision encoders (the Qwen2-VL family's Conv3d, SigLIP,
+ * CLIP and ViT's Conv2d, and the VLMs built on them) as a GEMM, and the encoder's block-0 input and
+ * block inputs, from pixel_values or camera frames.
  *
  * A worked example (error handling shortened; every call returns a pf_status):
  *
