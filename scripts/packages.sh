@@ -6,6 +6,8 @@
 #   3. the same C program built with pkg-config against the amd64 .debs unpacked with dpkg -x, run
 #   4. examples/embed cross-built for aarch64 against the aarch64 install tree (the host converter
 #      found on PATH by patchfuse_convert), run under qemu-aarch64
+#   5. the same program cross-built for aarch64 and armhf with the cross gcc and pkg-config alone
+#      (docs/first-hour.md's lines), run under qemu
 # Each run checks its embeddings against the reference backend and fails on a mismatch.
 #   scripts/packages.sh [OUT_DIR]     (default out/packages)
 set -euo pipefail
@@ -73,4 +75,15 @@ file "$out/example-arm64/patchfuse-example" | sed 's/, BuildID.*//'
 qemu-aarch64 -L /usr/aarch64-linux-gnu \
     -E LD_LIBRARY_PATH="$out/prefix-arm64/lib/aarch64-linux-gnu:$PWD/build-aarch64/sysroot/usr/lib/aarch64-linux-gnu" \
     "$out/example-arm64/patchfuse-example" "$out/example-arm64/model.pfb"
+
+echo "--- 5. the same C program cross-built without CMake (docs/first-hour.md), run under qemu"
+for target in aarch64-linux-gnu:arm64:build-aarch64:qemu-aarch64 arm-linux-gnueabihf:armhf:build-armhf:qemu-arm; do
+  IFS=: read -r triple arch build qemu <<< "$target"
+  cmake --install "$build" --prefix "$out/plain-$arch" > /dev/null
+  "$triple-gcc" -o "$out/app-$arch" examples/embed/main.c \
+      $(PKG_CONFIG_LIBDIR="$out/plain-$arch/lib/$triple/pkgconfig" pkg-config --cflags --libs patchfuse) -lm \
+      -Wl,-rpath-link,"$build/sysroot/usr/lib/$triple"
+  "$qemu" -L "/usr/$triple" -E LD_LIBRARY_PATH="$out/plain-$arch/lib/$triple:$PWD/$build/sysroot/usr/lib/$triple" \
+      "$out/app-$arch" "$out/example-arm64/model.pfb"
+done
 echo "packages: all consumers built and ran"
