@@ -122,6 +122,9 @@ Result<std::string> inspect_model(const std::string& path, bool as_json) {
   const uint8_t* base = model.file.data();
   if (as_json) {
     ojson j;
+    // The JSON's own version (docs/converter.md, "inspect --json"): bumped when a key changes
+    // meaning or goes; keys are only added within a version.
+    j["inspect_version"] = 1;
     j["file"] = path;
     j["file_bytes"] = model.file.size();
     j["schema_version"] = m.schema_version;

@@ -64,9 +64,16 @@ TEST(ConvertCli, Qwen2VlShardedBf16AcceptanceCheck) {
   const CommandResult i = convert_cli("inspect --json " + (dir / "m.pfb"));
   ASSERT_EQ(i.exit_code, 0) << i.err;
   const auto j = nlohmann::json::parse(i.out);
+  EXPECT_EQ(j["inspect_version"], 1) << "the documented version of this JSON (docs/converter.md)";
   ASSERT_EQ(j["modules"].size(), 1u);
   const auto& m = j["modules"][0];
   EXPECT_EQ(m["path"], "visual.patch_embed");
+  // Version 1's documented module keys are all there (a build step may rely on each).
+  for (const char* key : {"path", "family", "class_name", "layout", "geometry", "patch_volume", "dtype", "source_dtype", "weight",
+                          "bias", "preprocessing", "encoder_input", "blocks"}) {
+    EXPECT_TRUE(m.contains(key)) << key;
+  }
+  EXPECT_EQ(m["blocks"]["inputs"], nlohmann::json::array({"rotary_cos", "rotary_sin", "cu_seqlens"}));
   EXPECT_EQ(m["layout"], "fused_linear");
   EXPECT_EQ(m["class_name"], "FusedPatchEmbed");
   EXPECT_EQ(m["weight"]["name"], "visual.patch_embed.linear_proj.weight");
