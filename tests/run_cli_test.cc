@@ -172,7 +172,7 @@ TEST_F(RunCli, ImageThroughEveryBackendMatchesPytorch) {
         EXPECT_NE(r.err.find("not built"), std::string::npos) << r.err;
         continue;
       }
-      EXPECT_NE(r.out.find("1 frame of 448x448 (height x width) (the processor's size)"), std::string::npos) << r.out;
+      EXPECT_NE(r.out.find("1 frame of 448x448 (width x height) (the processor's size)"), std::string::npos) << r.out;
       EXPECT_NE(r.out.find("image_grid_thw [1, 32, 32]: 1024 patches"), std::string::npos) << r.out;
       const pf_precision computed = printed_precision(r.out);
       ASSERT_NE(computed, PF_PRECISION_AUTO) << r.out;
@@ -189,7 +189,7 @@ TEST_F(RunCli, ImageThroughEveryBackendMatchesPytorch) {
   }());
   CommandResult r = run_cli((dir_ / "f.pfb") + " --image " + (dir_ / "x.ppm") + " --output " + out() + " --backend reference");
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_NE(r.out.find("1 frame of 60x100 (height x width) -> the processor's 56x112 (resized by the runtime)"),
+  EXPECT_NE(r.out.find("1 frame of 100x60 (width x height) -> the processor's 112x56 (resized by the runtime)"),
             std::string::npos)
       << r.out;
   // Beside the backend's kernel, the frames loops it ran (images_test checks which per CPU and cap).
@@ -272,7 +272,7 @@ TEST_F(RunCli, RawCameraDumpsGoThroughTheRuntimesConversion) {
   const CommandResult from_nv12 =
       run_cli(q + " --yuv " + (dir_ / "f.nv12") + " --format nv12 --size 64x48 --matrix bt601_limited --output " + out());
   ASSERT_EQ(from_nv12.exit_code, 0) << from_nv12.err;
-  EXPECT_NE(from_nv12.out.find("1 frame of 48x64 (height x width) -> the processor's 56x56"), std::string::npos) << from_nv12.out;
+  EXPECT_NE(from_nv12.out.find("1 frame of 64x48 (width x height) -> the processor's 56x56"), std::string::npos) << from_nv12.out;
   EXPECT_EQ(output(), want);
   std::remove(out().c_str());
   expect_failure(q + " --yuv " + (dir_ / "f.nv12") + " --format nv12 --size 64x50 --output " + out(),
@@ -321,8 +321,8 @@ TEST_F(RunCli, FramesAreSizedByTheVideoRule) {
   for (const auto& row : table) {
     if (row.contains("frames") && row["frames"] == 3 && row["variant"] == "glm4v" && row["patch_size"] == 16 &&
         !row["cap"] && row["height"] == 480 && row["width"] == 640) {
-      want = "3 frames of 480x640 (height x width) -> the processor's " + std::to_string(row["resized"][0].get<int>()) + "x" +
-             std::to_string(row["resized"][1].get<int>());
+      want = "3 frames of 640x480 (width x height) -> the processor's " + std::to_string(row["resized"][1].get<int>()) + "x" +
+             std::to_string(row["resized"][0].get<int>());
     }
   }
   ASSERT_FALSE(want.empty());

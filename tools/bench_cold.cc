@@ -37,6 +37,12 @@ int child_error(const std::string& message) {
   std::printf("%s\n", ojson{{"error", message}}.dump().c_str());
   return 1;
 }
+// A configuration the build or CPU does not offer (PF_UNSUPPORTED): reported as skipped, not as an error.
+int child_refused(pf_status status, const std::string& message) {
+  if (status != PF_UNSUPPORTED) return child_error(message);
+  std::printf("%s\n", ojson{{"skipped", message}}.dump().c_str());
+  return 1;
+}
 
 // Runs `self` with `args`; its stdout, or an {"error"} line when it could not be started.
 std::string run_child(const std::string& self, const std::vector<std::string>& args) {
@@ -97,7 +103,7 @@ int cold_child(const ColdConfig& c) {
   std::vector<pf_image> views;
   size_t h = 0, w = 0;
   if (!c.image.empty()) {
-    if (std::sscanf(c.image.c_str(), "%zux%zu", &h, &w) != 2) return child_error("--image " + c.image + " is not HxW");
+    if (!parse_size(c.image, w, h)) return child_error("--image " + c.image + " is not WxH");
     for (size_t f = 0; f < c.frames; ++f) {
       sources.push_back(synthetic_image(pixel_format_names().at(c.format), h, w, c.seed + static_cast<uint32_t>(f)));
     }
@@ -122,7 +128,7 @@ int cold_child(const ColdConfig& c) {
   so.weights_cache = c.weights_cache.empty() ? nullptr : c.weights_cache.c_str();
   const auto t1 = Clock::now();
   auto session = Session::create(*model, index, so);
-  if (!session) return child_error(session.error());
+  if (!session) return child_refused(session.status(), session.error());
   const double create_ms = ms_since(t1);
 
   // The app's buffers, sized and written once before its first run (a buffer only allocated would
@@ -148,8 +154,9 @@ int cold_child(const ColdConfig& c) {
   double prepare_ms = 0;
   if (c.prepare) {
     const auto tp = Clock::now();
-    const std::string e = session->prepare(input_shape(views, grid));
-    if (!e.empty()) return child_error(e);
+    const pf_input_shape shape = input_shape(views, grid);
+    const pf_status st = pf_session_prepare(session->get(), &shape);
+    if (st != PF_OK) return child_refused(st, pf_last_error());
     prepare_ms = ms_since(tp);
   }
   const auto tf = Clock::now();
@@ -196,11 +203,15 @@ int cold_parent(const std::string& self, const std::vector<ColdConfig>& configs,
   }
   std::vector<std::vector<ojson>> samples(runs.size());
   std::vector<std::string> errors(runs.size());
+  std::vector<bool> skipped(runs.size());  // errors[r] is a refusal (PF_UNSUPPORTED), not a failure
   for (size_t r = 0; r < runs.size(); ++r) {  // the cache written once, untimed
     if (runs[r].weights_cache.empty()) continue;
     std::remove(runs[r].weights_cache.c_str());
     const ojson j = ojson::parse(run_child(self, cold_child_arguments(runs[r])), nullptr, false);
-    if (!j.is_object() || j.contains("error")) errors[r] = j.is_object() ? j["error"].get<std::string>() : "the child printed no result";
+    if (!j.is_object() || j.contains("error") || j.contains("skipped")) {
+      skipped[r] = j.is_object() && j.contains("skipped");
+      errors[r] = !j.is_object() ? "the child printed no result" : j[skipped[r] ? "skipped" : "error"].get<std::string>();
+    }
   }
   for (int i = 0; i < count; ++i) {
     std::fprintf(stderr, "[cold %d/%d] %zu fresh processes ...\n", i + 1, count, runs.size());
@@ -210,8 +221,9 @@ int cold_parent(const std::string& self, const std::vector<ColdConfig>& configs,
       const ojson j = ojson::parse(out, nullptr, false);
       if (j.is_discarded() || !j.is_object()) {
         errors[r] = "the child process printed no result" + (out.empty() ? std::string() : ": " + out);
-      } else if (j.contains("error")) {
-        errors[r] = j["error"].get<std::string>();
+      } else if (j.contains("error") || j.contains("skipped")) {
+        skipped[r] = j.contains("skipped");
+        errors[r] = j[skipped[r] ? "skipped" : "error"].get<std::string>();
       } else {
         samples[r].push_back(j);
       }
@@ -228,9 +240,9 @@ int cold_parent(const std::string& self, const std::vector<ColdConfig>& configs,
     ojson j = {{"backend_requested", c.backend}, {"precision_requested", c.precision}, {"threads", c.threads},
                {"prepare", c.prepare}, {"weights_cache", c.weights_cache}, {"processes", samples[r].size()}};
     if (!errors[r].empty()) {
-      std::printf("%-9s %-9s %-13s %3d | skipped: %s\n", c.backend.c_str(), c.precision.c_str(), prepared, c.threads,
-                  errors[r].c_str());
-      j["error"] = errors[r];
+      std::printf("%-9s %-9s %-13s %3d | %s: %s\n", c.backend.c_str(), c.precision.c_str(), prepared, c.threads,
+                  skipped[r] ? "skipped" : "error", errors[r].c_str());
+      j[skipped[r] ? "skipped" : "error"] = errors[r];
       results.push_back(j);
       continue;
     }

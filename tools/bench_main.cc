@@ -2,7 +2,7 @@
 // backend x precision x path x threads x patches: init (open + session creation, packing
 // included), pf_session_prepare for the size, first run, then timed runs after warm-up with min / mean / std / p50 / p90 / p99 /
 // max, GFLOP/s, peak RSS; with --path both, fused and unfused are timed alternately, run for run,
-// so their ratio is measured side by side under the same machine noise. With --image HxW the
+// so their ratio is measured side by side under the same machine noise. With --image WxH the
 // frames path (seeded synthetic uint8 frames: gather + GEMM on the folded weights, a still image at
 // half K) is timed against the pixel_values path on the same number of patches, also alternately.
 // With --output-stage patches,encoder-input both stages are timed alternately too, so the encoder
@@ -96,6 +96,7 @@ struct Variant {
 // One timed session.
 struct Measured {
   std::string error;
+  bool skipped = false;  // `error` is a refusal (PF_UNSUPPORTED: a combination the build or CPU does not offer)
   pf_session_info info{};
   double init_ms = 0, prepare_ms = 0, first_ms = 0;
   std::vector<double> runs_ms;
@@ -129,8 +130,8 @@ int main(int argc, char** argv) {
   app.add_option("--module", o.module, "Module path when the model has several");
   app.add_option("--pin", o.pin, "Pin the process (and its threads) to these CPUs, e.g. 0,1");
   app.add_option("--json", o.json, "Write every figure, the machine and the configuration as JSON");
-  app.add_option("--image", o.image, "HxW: also time the frames path on a synthetic camera image of this size "
-                                     "(e.g. 720x1280; resized to the processor's size inside), beside the pixel_values "
+  app.add_option("--image", o.image, "WxH: also time the frames path on a synthetic camera image of this size "
+                                     "(width x height, e.g. 1280x720; resized to the processor's size inside), beside the pixel_values "
                                      "path on its patches, with each run's time per stage (conversion + resize, gather, kernel)");
   app.add_option("--format", o.format, "Pixel format of the --image source: rgb|bgr|rgba|bgra|gray8|nv12|nv21|i420|yuyv")
       ->check(CLI::IsMember(patchfuse::keys_of(patchfuse::pixel_format_names())));
@@ -155,7 +156,7 @@ int main(int argc, char** argv) {
       return 2;
     }
     if (std::count(o.stages.begin(), o.stages.end(), "encoder-input") > 0 && o.image.empty()) {
-      std::fprintf(stderr, "patchfuse-bench: usage error: --output-stage encoder-input needs --image HxW (its terms depend on the grid)\n");
+      std::fprintf(stderr, "patchfuse-bench: usage error: --output-stage encoder-input needs --image WxH (its terms depend on the grid)\n");
       return 2;
     }
     patchfuse::ColdConfig c;
@@ -241,15 +242,14 @@ int main(int argc, char** argv) {
   pf_grid image_grid{};
   const bool encoder = std::count(o.stages.begin(), o.stages.end(), "encoder-input") > 0;
   if (encoder && o.image.empty()) {
-    std::fprintf(stderr, "patchfuse-bench: usage error: --output-stage encoder-input needs --image HxW (its terms depend on the grid)\n");
+    std::fprintf(stderr, "patchfuse-bench: usage error: --output-stage encoder-input needs --image WxH (its terms depend on the grid)\n");
     return 2;
   }
   if (!o.image.empty()) {
-    unsigned long h = 0, w = 0;
-    char x = 0, extra = 0;
-    if (std::sscanf(o.image.c_str(), "%lu%c%lu%c", &h, &x, &w, &extra) != 3 || x != 'x' || h == 0 || w == 0 || h > 16384 ||
-        w > 16384) {
-      std::fprintf(stderr, "patchfuse-bench: usage error: --image '%s' must be HxW, e.g. 448x448\n", o.image.c_str());
+    size_t w = 0, h = 0;
+    if (!patchfuse::parse_size(o.image, w, h) || h > 16384 || w > 16384) {
+      std::fprintf(stderr, "patchfuse-bench: usage error: --image '%s' must be WxH (width x height, at most 16384 each), "
+                           "e.g. 1280x720\n", o.image.c_str());
       return 2;
     }
     for (size_t f = 0; f < o.frames; ++f) {
@@ -303,10 +303,10 @@ int main(int argc, char** argv) {
               machine.cpu_model.c_str(), machine.architecture.c_str(), machine.online_cpus,
               machine.emulated ? " [EMULATED: not a speed measurement]" : "");
   if (!views.empty()) {
-    std::printf("frames: %zu synthetic %s frame%s of %zux%zu (seed %u) -> the processor's %lldx%lld -> %zu patches; "
-                "pixel_values rows are timed on the same N\n",
-                views.size(), o.format.c_str(), views.size() == 1 ? "" : "s", sources[0].height, sources[0].width, o.seed,
-                static_cast<long long>(resized_h), static_cast<long long>(resized_w), max_n);
+    std::printf("frames: %zu synthetic %s frame%s of %zux%zu (width x height, seed %u) -> the processor's %lldx%lld -> %zu "
+                "patches; pixel_values rows are timed on the same N\n",
+                views.size(), o.format.c_str(), views.size() == 1 ? "" : "s", sources[0].width, sources[0].height, o.seed,
+                static_cast<long long>(resized_w), static_cast<long long>(resized_h), max_n);
   }
   std::printf("%-9s %-9s %-13s %3s %6s | %8s %8s %8s | %8s %8s %8s %8s %8s %8s | %8s %7s %s\n", "backend", "precision", "path",
               "thr", "N", "init_ms", "prep_ms", "first_ms", "p50_ms", "p90_ms", "p99_ms", "min_ms", "mean_ms", "std_ms", "GFLOP/s", "rss_MB",
@@ -340,13 +340,19 @@ int main(int argc, char** argv) {
             auto session = patchfuse::Session::create(*model, index, so);
             if (!session) {
               m[p].error = session.error();
+              m[p].skipped = session.status() == PF_UNSUPPORTED;
               continue;
             }
             m[p].init_ms = ms_since(t0);
             // Everything the first run of this size would do once (pf_session_prepare), timed on its own.
             const pf_grid rows_grid = paths[p].stage == PF_OUTPUT_ENCODER_INPUT ? image_grid : pf_grid{1, 1, static_cast<int64_t>(n)};
             const auto tp = Clock::now();
-            m[p].error = session->prepare(patchfuse::input_shape(paths[p].frames ? views : std::vector<pf_image>(), rows_grid));
+            const pf_input_shape shape = patchfuse::input_shape(paths[p].frames ? views : std::vector<pf_image>(), rows_grid);
+            const pf_status prepared = pf_session_prepare(session->get(), &shape);
+            if (prepared != PF_OK) {
+              m[p].error = pf_last_error();
+              m[p].skipped = prepared == PF_UNSUPPORTED;
+            }
             m[p].prepare_ms = ms_since(tp);
             if (!m[p].error.empty()) continue;
             const auto t1 = Clock::now();
@@ -425,9 +431,9 @@ int main(int argc, char** argv) {
             ojson j = {{"backend_requested", backend}, {"precision_requested", precision}, {"path", path_name},
                        {"threads_requested", threads}, {"patches", n}};
             if (!m[p].error.empty()) {
-              std::printf("%-9s %-9s %-13s %3d %6zu | skipped: %s\n", backend.c_str(), precision.c_str(), path_name.c_str(), threads, n,
-                          m[p].error.c_str());
-              j["error"] = m[p].error;
+              std::printf("%-9s %-9s %-13s %3d %6zu | %s: %s\n", backend.c_str(), precision.c_str(), path_name.c_str(), threads,
+                          n, m[p].skipped ? "skipped" : "error", m[p].error.c_str());
+              j[m[p].skipped ? "skipped" : "error"] = m[p].error;  // a refusal is expected; an error is not
               results.push_back(j);
               continue;
             }
@@ -446,8 +452,8 @@ int main(int argc, char** argv) {
                            kernel = stats_of(m[p].kernel_ms).p50, share = stats_of(m[p].preprocessing_share).p50;
               std::printf("%-9s   %zux%zu %s -> %lldx%lld, p50 per stage: conversion + resize %.4f ms, gather %.4f ms, "
                           "kernel %.4f ms; conversion + resize + gather = %.1f%% of the frames run (median over runs)\n",
-                          "", sources[0].height, sources[0].width, o.format.c_str(), static_cast<long long>(resized_h),
-                          static_cast<long long>(resized_w), pre, gather, kernel, 100.0 * share);
+                          "", sources[0].width, sources[0].height, o.format.c_str(), static_cast<long long>(resized_w),
+                          static_cast<long long>(resized_h), pre, gather, kernel, 100.0 * share);
               j["stages_p50_ms"] = {{"conversion_resize", pre}, {"gather", gather}, {"kernel", kernel}};
               j["preprocessing_share_p50"] = share;
             }

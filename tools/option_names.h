@@ -44,6 +44,17 @@ inline const std::map<std::string, pf_output_stage>& output_stage_names() {
   return m;
 }
 
+// Parses an image size "WxH" (width first, as camera and video tools write it: 1280x720) into
+// `width` and `height`; false when it is not two positive integers. Every tool's sizes use it.
+inline bool parse_size(const std::string& text, size_t& width, size_t& height) {
+  unsigned long long w = 0, h = 0;
+  char x = 0, extra = 0;
+  if (std::sscanf(text.c_str(), "%llu%c%llu%c", &w, &x, &h, &extra) != 3 || x != 'x' || w == 0 || h == 0) return false;
+  width = static_cast<size_t>(w);
+  height = static_cast<size_t>(h);
+  return true;
+}
+
 // Parses "TxHxW" (image_grid_thw) into `grid`; false when it is not three positive integers.
 inline bool parse_grid(const std::string& text, pf_grid& grid) {
   long long t = 0, h = 0, w = 0;

@@ -109,8 +109,7 @@ int main(int argc, char** argv) {
   }
   size_t yuv_w = 0, yuv_h = 0;
   if (!yuv_path.empty()) {
-    char x = 0, extra = 0;
-    if (std::sscanf(size.c_str(), "%zu%c%zu%c", &yuv_w, &x, &yuv_h, &extra) != 3 || x != 'x' || yuv_w == 0 || yuv_h == 0) {
+    if (!patchfuse::parse_size(size, yuv_w, yuv_h)) {
       std::fprintf(stderr, "patchfuse-run: usage error: --size '%s' must be WxH, e.g. 1920x1080\n", size.c_str());
       return 2;
     }
@@ -220,19 +219,19 @@ int main(int argc, char** argv) {
     auto size = views.size() == 1 ? model->frame_size(index, h, w) : model->video_frame_size(index, views.size(), h, w);
     if (!size) return fail(model_path + ": module " + info.path + ": " + size.error());
     const auto [rh, rw] = *size;
-    std::printf("%zu frame%s of %zux%zu (height x width)%s\n", views.size(), views.size() == 1 ? "" : "s",
-                images[0].height, images[0].width,
+    std::printf("%zu frame%s of %zux%zu (width x height)%s\n", views.size(), views.size() == 1 ? "" : "s",
+                images[0].width, images[0].height,
                 images[0].height == static_cast<size_t>(rh) && images[0].width == static_cast<size_t>(rw)
                     ? " (the processor's size)"
-                    : (" -> the processor's " + std::to_string(rh) + "x" + std::to_string(rw) + " (resized by the runtime)").c_str());
+                    : (" -> the processor's " + std::to_string(rw) + "x" + std::to_string(rh) + " (resized by the runtime)").c_str());
     if (!write_resized.empty()) {
       int64_t ph = 0, pw = 0;
       auto resized = session->preprocess(views[0], views.size(), &ph, &pw);
       if (!resized) return fail(model_path + ": module " + info.path + ": " + resized.error());
       const std::string err = patchfuse::write_png(write_resized, resized->data(), static_cast<size_t>(rw), static_cast<size_t>(rh));
       if (!err.empty()) return fail(err);
-      std::printf("wrote %s: the processor's %lldx%lld RGB frame\n", write_resized.c_str(), static_cast<long long>(rh),
-                  static_cast<long long>(rw));
+      std::printf("wrote %s: the processor's %lldx%lld RGB frame (width x height)\n", write_resized.c_str(),
+                  static_cast<long long>(rw), static_cast<long long>(rh));
     }
     auto grid = session->images_grid(views.size(), static_cast<int64_t>(images[0].height), static_cast<int64_t>(images[0].width));
     if (!grid) return fail(model_path + ": module " + info.path + ": " + grid.error());
