@@ -120,6 +120,16 @@ TEST_F(BenchCli, Int8ReportsItsErrorOnFrames) {
   EXPECT_LE(e, 2e-2);  // the int8 bound (tests/support/tolerance.h)
 }
 
+// --frames-only: the frames rows alone (no pixel_values rows of the same N); it needs --image.
+TEST_F(BenchCli, FramesOnlyTimesTheFramesPathAlone) {
+  const CommandResult r = bench("--backend reference --image 56x56 --frames-only --runs 2 --warmup 0 --json " + (dir_ / "f.json"));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto j = nlohmann::json::parse(testing::read_bytes(dir_ / "f.json"));
+  ASSERT_EQ(j["results"].size(), 1u);
+  EXPECT_EQ(j["results"][0]["path"], "frames/fused");
+  EXPECT_EQ(bench("--frames-only").exit_code, 2);
+}
+
 TEST_F(BenchCli, ImageErrorsNameTheRule) {
   EXPECT_EQ(bench("--image 56").exit_code, 2);
   EXPECT_EQ(bench("--image 0x56").exit_code, 2);

@@ -76,6 +76,7 @@ struct Options {
   double min_time = 0.0;  // seconds of timed runs per configuration, on top of --runs
   uint32_t seed = 1;
   size_t frames = 1;
+  bool frames_only = false;
   int cold = 0;             // --cold N: fresh processes per configuration
   std::string weights_cache;
   std::string cold_child;   // hidden: this process is one of them ("prepare" or "no-prepare")
@@ -136,6 +137,7 @@ int main(int argc, char** argv) {
   app.add_option("--format", o.format, "Pixel format of the --image source: rgb|bgr|rgba|bgra|gray8|nv12|nv21|i420|yuyv")
       ->check(CLI::IsMember(patchfuse::keys_of(patchfuse::pixel_format_names())));
   app.add_option("--frames", o.frames, "Frames of the --image video (1 = still image)")->check(CLI::Range(1, 4096));
+  app.add_flag("--frames-only", o.frames_only, "With --image: time the frames path only, not pixel_values rows of the same N");
   app.add_option("--cold", o.cold, "Instead of the steady table: N fresh processes per backend x precision x threads, "
                                    "with and without pf_session_prepare; medians of open, create, prepare and the first "
                                    "run beside the steady p50 (first --output-stage, first --patches)")
@@ -241,6 +243,10 @@ int main(int argc, char** argv) {
   int64_t resized_h = 0, resized_w = 0;
   pf_grid image_grid{};
   const bool encoder = std::count(o.stages.begin(), o.stages.end(), "encoder-input") > 0;
+  if (o.frames_only && o.image.empty()) {
+    std::fprintf(stderr, "patchfuse-bench: usage error: --frames-only goes with --image WxH\n");
+    return 2;
+  }
   if (encoder && o.image.empty()) {
     std::fprintf(stderr, "patchfuse-bench: usage error: --output-stage encoder-input needs --image WxH (its terms depend on the grid)\n");
     return 2;
@@ -284,7 +290,7 @@ int main(int argc, char** argv) {
   std::vector<Variant> paths;
   for (const std::string& stage : o.stages) {
     for (bool f : {false, true}) {
-      if (f && views.empty()) continue;
+      if ((f && views.empty()) || (!f && o.frames_only)) continue;
       const pf_output_stage st = patchfuse::output_stage_names().at(stage);
       if (o.path != "unfused") paths.push_back({PF_PATH_FUSED, f, st});
       if (o.path != "fused") paths.push_back({PF_PATH_UNFUSED, f, st});
