@@ -234,6 +234,19 @@ pf_image planes_view(const std::string& format_name, const std::vector<py::array
   return img;
 }
 
+// Runs images of one size into `out` or a new array: one still image (run_image, run_planes) or a
+// video's frames (run_video). Returns (output, grid).
+py::tuple run_images(PySession& s, const std::vector<pf_image>& views, bool video, const py::object& out) {
+  const pf_grid g = value_of(s.session->images_grid(views.size(), views[0].height, views[0].width));
+  py::array_t<float> y = output(out, s.rows(g), s.module.embed_dim);
+  float* dst = y.mutable_data();
+  pf_grid got{};
+  s.locked([&](pf_session* h) {
+    return video ? pf_session_run_video(h, views.data(), views.size(), dst, &got) : pf_session_run_image(h, views.data(), dst, &got);
+  });
+  return py::make_tuple(y, from_grid(got));
+}
+
 py::dict info_dict(const pf_session_info& i) {
   py::dict d;
   d["backend"] = pf_backend_name(i.backend);
@@ -514,13 +527,7 @@ run without the GIL; one session serializes its calls (use one session per threa
       .def(
           "run_image",
           [](PySession& s, const py::array& image, const std::string& format, const py::object& out) {
-            const pf_image img = image_view(image, format);
-            const pf_grid g = value_of(s.session->images_grid(1, img.height, img.width));
-            py::array_t<float> y = output(out, s.rows(g), s.module.embed_dim);
-            float* dst = y.mutable_data();
-            pf_grid got{};
-            s.locked([&](pf_session* h) { return pf_session_run_image(h, &img, dst, &got); });
-            return py::make_tuple(y, from_grid(got));
+            return run_images(s, {image_view(image, format)}, false, out);
           },
           py::arg("image"), py::kw_only(), py::arg("format") = "", py::arg("out") = py::none(),
           R"doc(Embed a still image of any size: a uint8 H x W x 3 (rgb; format="bgr"), H x W x 4 (rgba/bgra) or H x W (gray8) array; rows may be strided (a crop). Resized and normalized as the model's Hugging Face processor does. Returns (output, grid).)doc")
@@ -529,13 +536,8 @@ run without the GIL; one session serializes its calls (use one session per threa
           [](PySession& s, const std::string& format, const std::vector<py::array>& planes, int64_t width, int64_t height,
              const std::vector<int64_t>& row_strides, int64_t chroma_pixel_stride, const std::string& matrix,
              const py::object& out) {
-            const pf_image img = planes_view(format, planes, width, height, row_strides, chroma_pixel_stride, matrix);
-            const pf_grid g = value_of(s.session->images_grid(1, height, width));
-            py::array_t<float> y = output(out, s.rows(g), s.module.embed_dim);
-            float* dst = y.mutable_data();
-            pf_grid got{};
-            s.locked([&](pf_session* h) { return pf_session_run_image(h, &img, dst, &got); });
-            return py::make_tuple(y, from_grid(got));
+            return run_images(s, {planes_view(format, planes, width, height, row_strides, chroma_pixel_stride, matrix)}, false,
+                              out);
           },
           py::arg("format"), py::arg("planes"), py::arg("width"), py::arg("height"), py::kw_only(),
           py::arg("row_strides") = std::vector<int64_t>{}, py::arg("chroma_pixel_stride") = 1,
@@ -547,12 +549,7 @@ run without the GIL; one session serializes its calls (use one session per threa
             if (frames.empty()) throw py::value_error("frames: at least one frame is needed");
             std::vector<pf_image> views;
             for (const py::array& f : frames) views.push_back(image_view(f, format));
-            const pf_grid g = value_of(s.session->images_grid(views.size(), views[0].height, views[0].width));
-            py::array_t<float> y = output(out, s.rows(g), s.module.embed_dim);
-            float* dst = y.mutable_data();
-            pf_grid got{};
-            s.locked([&](pf_session* h) { return pf_session_run_video(h, views.data(), views.size(), dst, &got); });
-            return py::make_tuple(y, from_grid(got));
+            return run_images(s, views, true, out);
           },
           py::arg("frames"), py::kw_only(), py::arg("format") = "", py::arg("out") = py::none(),
           R"doc(Embed video frames (a list of same-size uint8 images as run_image takes), sized by the video processor's rule. Returns (output, grid).)doc")
