@@ -120,6 +120,32 @@ TEST_F(BenchCli, Int8ReportsItsErrorOnFrames) {
   EXPECT_LE(e, 2e-2);  // the int8 bound (tests/support/tolerance.h)
 }
 
+// Comparing devices: --json carries the model's content hash, the ISA caps and every run's
+// sample; --csv a line per configuration; `compare A.json B.json` prints B/A per row with a noise band.
+TEST_F(BenchCli, CsvJsonAndCompare) {
+  for (const char* name : {"a", "b"}) {
+    const CommandResult r = bench(std::string("--backend reference --precision f32,int8 --patches 4 --runs 3 --warmup 0 --json ") +
+                                  (dir_ / (std::string(name) + ".json")) + " --csv " + (dir_ / (std::string(name) + ".csv")));
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+  }
+  const auto j = nlohmann::json::parse(testing::read_bytes(dir_ / "a.json"));
+  EXPECT_EQ(j["model"]["content_hash"].get<std::string>().rfind("fnv1a64:", 0), 0u);
+  EXPECT_TRUE(j.contains("isa_caps"));
+  EXPECT_EQ(j["results"][0]["samples_ms"].size(), j["results"][0]["timed_runs"].get<size_t>());
+  const std::vector<uint8_t> csv = testing::read_bytes(dir_ / "a.csv");
+  const std::string text(csv.begin(), csv.end());
+  EXPECT_EQ(std::count(text.begin(), text.end(), '\n'), 3) << text;  // header + f32 + int8 (skipped, with its reason)
+  EXPECT_NE(text.find("\"prepare: precision int8 takes frames only"), std::string::npos) << text;
+  const CommandResult c = testing::run_command(std::string(PATCHFUSE_BENCH_BIN) + " compare " + (dir_ / "a.json") + " " + (dir_ / "b.json"));
+  ASSERT_EQ(c.exit_code, 0) << c.err;
+  EXPECT_NE(c.out.find("1 row compared"), std::string::npos) << c.out;
+  EXPECT_NE(c.out.find("not timed in both (skipped or error)"), std::string::npos) << c.out;
+  EXPECT_EQ(testing::run_command(std::string(PATCHFUSE_BENCH_BIN) + " compare " + (dir_ / "a.json")).exit_code, 2);
+  const CommandResult bad = testing::run_command(std::string(PATCHFUSE_BENCH_BIN) + " compare " + (dir_ / "a.csv") + " " + (dir_ / "b.json"));
+  EXPECT_EQ(bad.exit_code, 1);
+  EXPECT_NE(bad.err.find("a.csv: not a patchfuse-bench --json file"), std::string::npos) << bad.err;
+}
+
 // --frames-only: the frames rows alone (no pixel_values rows of the same N); it needs --image.
 TEST_F(BenchCli, FramesOnlyTimesTheFramesPathAlone) {
   const CommandResult r = bench("--backend reference --image 56x56 --frames-only --runs 2 --warmup 0 --json " + (dir_ / "f.json"));

@@ -16,6 +16,8 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
+#include <fstream>
 #include <nlohmann/json.hpp>
 #include <optional>
 
@@ -28,6 +30,7 @@
 #include "cli/npy.h"
 #include "tools/option_names.h"
 #include "tools/bench_cold.h"
+#include "tools/bench_compare.h"
 
 namespace {
 
@@ -77,6 +80,7 @@ struct Options {
   uint32_t seed = 1;
   size_t frames = 1;
   bool frames_only = false;
+  std::string csv;
   int cold = 0;             // --cold N: fresh processes per configuration
   std::string weights_cache;
   std::string cold_child;   // hidden: this process is one of them ("prepare" or "no-prepare")
@@ -110,7 +114,31 @@ struct Measured {
 
 }  // namespace
 
+namespace {
+
+// FNV-1a 64 of the model file: the JSON's content hash, so two devices' results are known to be
+// of the same model (compare notes when they are not).
+std::string content_hash(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  uint64_t h = 1469598103934665603ull;
+  std::vector<char> buf(1 << 16);
+  while (in.read(buf.data(), static_cast<std::streamsize>(buf.size())) || in.gcount() > 0) {
+    for (std::streamsize i = 0; i < in.gcount(); ++i) h = (h ^ static_cast<uint8_t>(buf[static_cast<size_t>(i)])) * 1099511628211ull;
+  }
+  char text[32];
+  std::snprintf(text, sizeof text, "fnv1a64:%016llx", static_cast<unsigned long long>(h));
+  return text;
+}
+
+std::string env_or_empty(const char* name) {
+  const char* v = std::getenv(name);
+  return v ? v : "";
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
+  if (argc >= 2 && std::string(argv[1]) == "compare") return patchfuse::bench_compare(argc, argv);
   Options o;
   CLI::App app{"patchfuse-bench: latency of a .pfb patch embedding on this device"};
   app.add_option("MODEL", o.model, "Model .pfb")->required();
@@ -131,6 +159,7 @@ int main(int argc, char** argv) {
   app.add_option("--module", o.module, "Module path when the model has several");
   app.add_option("--pin", o.pin, "Pin the process (and its threads) to these CPUs, e.g. 0,1");
   app.add_option("--json", o.json, "Write every figure, the machine and the configuration as JSON");
+  app.add_option("--csv", o.csv, "Also write one line per configuration as CSV (the table's columns, skipped/error reason)");
   app.add_option("--image", o.image, "WxH: also time the frames path on a synthetic camera image of this size "
                                      "(width x height, e.g. 1280x720; resized to the processor's size inside), beside the pixel_values "
                                      "path on its patches, with each run's time per stage (conversion + resize, gather, kernel)");
@@ -493,6 +522,8 @@ int main(int argc, char** argv) {
             j["latency_ms"] = {{"min", s[p].min}, {"mean", s[p].mean}, {"std", s[p].std}, {"p50", s[p].p50},
                                {"p90", s[p].p90}, {"p99", s[p].p99}, {"max", s[p].max}};
             j["gflops_at_p50"] = gflops;
+            j["samples_ms"] = m[p].runs_ms;  // every timed run, in order: another statistic needs no re-run
+            j["frame_kernels"] = si.frame_kernels;
             j["peak_rss_mb"] = rss;
             if (other_path) j["unfused_over_fused_p50"] = unfused_over_fused;
             if (pixels_partner) j["pixels_over_frames_p50"] = pixels_over_frames;
@@ -508,7 +539,10 @@ int main(int argc, char** argv) {
   if (!o.json.empty()) {
     ojson doc = {
         {"tool", std::string("patchfuse-bench ") + pf_version()},
-        {"model", {{"file", o.model}, {"bytes", st.st_size}, {"module", info.path}, {"patch_volume", k}, {"embed_dim", out}}},
+        {"model", {{"file", o.model}, {"bytes", st.st_size}, {"content_hash", content_hash(o.model)}, {"module", info.path},
+                   {"patch_volume", k}, {"embed_dim", out}}},
+        {"isa_caps", {{"ONEDNN_MAX_CPU_ISA", env_or_empty("ONEDNN_MAX_CPU_ISA")},
+                      {"PATCHFUSE_MAX_CPU_ISA", env_or_empty("PATCHFUSE_MAX_CPU_ISA")}}},
         {"machine",
          {{"cpu", machine.cpu_model}, {"architecture", machine.architecture}, {"isa_features", machine.isa_features},
           {"online_cpus", machine.online_cpus}, {"emulated", machine.emulated}, {"pinned_cpus", o.pin}}},
@@ -520,6 +554,26 @@ int main(int argc, char** argv) {
         {"results", results}};
     const std::string text = doc.dump(2) + "\n";
     patchfuse::Status w = patchfuse::write_file_atomically(o.json, std::vector<uint8_t>(text.begin(), text.end()));
+    if (!w.ok()) return fail(w.error().message);
+  }
+  if (!o.csv.empty()) {
+    std::string text = "backend_requested,precision_requested,path,threads,patches,output_stage,backend,precision,init_ms,"
+                       "prepare_ms,first_run_ms,p50_ms,p90_ms,p99_ms,min_ms,mean_ms,gflops_at_p50,skipped_or_error\n";
+    const auto quoted = [](std::string v) {
+      for (size_t i = 0; (i = v.find('"', i)) != std::string::npos; i += 2) v.insert(i, 1, '"');
+      return "\"" + v + "\"";
+    };
+    for (const ojson& r : results) {
+      const auto num = [&](const char* key) { return r.contains(key) ? r[key].dump() : std::string(); };
+      const auto lat = [&](const char* key) { return r.contains("latency_ms") ? r["latency_ms"][key].dump() : std::string(); };
+      text += r["backend_requested"].get<std::string>() + "," + r["precision_requested"].get<std::string>() + "," +
+              r["path"].get<std::string>() + "," + r["threads_requested"].dump() + "," + r["patches"].dump() + "," +
+              r.value("output_stage", "") + "," + r.value("backend", "") + "," + r.value("precision", "") + "," +
+              num("init_ms") + "," + num("prepare_ms") + "," + num("first_run_ms") + "," + lat("p50") + "," + lat("p90") + "," +
+              lat("p99") + "," + lat("min") + "," + lat("mean") + "," + num("gflops_at_p50") + "," +
+              quoted(r.value("skipped", r.value("error", ""))) + "\n";
+    }
+    patchfuse::Status w = patchfuse::write_file_atomically(o.csv, std::vector<uint8_t>(text.begin(), text.end()));
     if (!w.ok()) return fail(w.error().message);
   }
   return ran > 0 ? 0 : fail("no configuration could run");

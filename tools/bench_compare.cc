@@ -1,0 +1,85 @@
+#include "tools/bench_compare.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <tuple>
+
+namespace patchfuse {
+
+namespace {
+
+using ojson = nlohmann::ordered_json;
+
+// A result row's identity in both files: what was asked for, not what resolved.
+using Key = std::tuple<std::string, std::string, std::string, int64_t, int64_t, std::string>;
+
+Key key_of(const ojson& r) {
+  return {r.value("backend_requested", ""), r.value("precision_requested", ""), r.value("path", ""),
+          r.value("threads_requested", int64_t{0}), r.value("patches", int64_t{0}), r.value("output_stage", "")};
+}
+
+bool load(const char* path, ojson& doc) {
+  std::ifstream in(path);
+  doc = ojson::parse(in, nullptr, false);
+  if (!in || doc.is_discarded() || !doc.is_object() || !doc.contains("results") || !doc["results"].is_array()) {
+    std::fprintf(stderr, "patchfuse-bench: error: %s: not a patchfuse-bench --json file (no results array)\n", path);
+    return false;
+  }
+  return true;
+}
+
+std::string describe(const ojson& doc) {
+  const ojson& m = doc.value("machine", ojson::object());
+  return m.value("cpu", std::string("?")) + ", " + std::to_string(m.value("online_cpus", 0)) + " CPUs" +
+         (m.value("emulated", false) ? " [EMULATED]" : "");
+}
+
+}  // namespace
+
+int bench_compare(int argc, char** argv) {
+  if (argc != 4) {
+    std::fprintf(stderr, "patchfuse-bench: usage error: patchfuse-bench compare A.json B.json\n");
+    return 2;
+  }
+  ojson a, b;
+  if (!load(argv[2], a) || !load(argv[3], b)) return 1;
+  std::map<Key, const ojson*> in_a;
+  for (const ojson& r : a["results"]) in_a[key_of(r)] = &r;
+  std::printf("A: %s (%s)\nB: %s (%s)\n", argv[2], describe(a).c_str(), argv[3], describe(b).c_str());
+  if (a.value("model", ojson::object()).value("content_hash", "") != b.value("model", ojson::object()).value("content_hash", "")) {
+    std::printf("note: the two files timed different models (content hashes differ)\n");
+  }
+  std::printf("%-9s %-9s %-13s %3s %6s | %10s %10s | %7s %7s  %s\n", "backend", "precision", "path", "thr", "N", "A p50_ms",
+              "B p50_ms", "B/A", "noise", "verdict");
+  int compared = 0;
+  for (const ojson& rb : b["results"]) {
+    const auto found = in_a.find(key_of(rb));
+    if (found == in_a.end()) continue;
+    const ojson& ra = *found->second;
+    const auto [backend, precision, path, threads, n, stage] = found->first;
+    const auto cell = [](const ojson& r) { return r.contains("latency_ms") ? r["latency_ms"]["p50"].get<double>() : -1.0; };
+    const double pa = cell(ra), pb = cell(rb);
+    std::printf("%-9s %-9s %-13s %3lld %6lld | ", backend.c_str(), precision.c_str(), path.c_str(),
+                static_cast<long long>(threads), static_cast<long long>(n));
+    if (pa <= 0 || pb <= 0) {
+      std::printf("%10s %10s | %7s %7s  %s\n", pa > 0 ? std::to_string(pa).substr(0, 8).c_str() : "-",
+                  pb > 0 ? std::to_string(pb).substr(0, 8).c_str() : "-", "", "", "not timed in both (skipped or error)");
+      continue;
+    }
+    // The noise band: the larger of the two rows' own spread (p90 over p50, less 1).
+    const auto spread = [](const ojson& r) { return r["latency_ms"]["p90"].get<double>() / r["latency_ms"]["p50"].get<double>() - 1; };
+    const double ratio = pb / pa, noise = std::max(spread(ra), spread(rb));
+    const char* verdict = std::fabs(ratio - 1) <= noise ? "within noise" : ratio < 1 ? "B faster" : "B slower";
+    std::printf("%10.4f %10.4f | %7.3f %6.1f%%  %s\n", pa, pb, ratio, 100 * noise, verdict);
+    ++compared;
+  }
+  std::printf("%d row%s compared\n", compared, compared == 1 ? "" : "s");
+  return 0;
+}
+
+}  // namespace patchfuse
