@@ -46,6 +46,13 @@ class RunCli : public ::testing::Test {
                                                  (dir_ / name) + " " + flags);
     ASSERT_EQ(c.exit_code, 0) << c.err;
   }
+  // A seeded w x h NV12 frame, written as dir_/f.nv12 (a raw camera dump) and returned.
+  std::vector<uint8_t> nv12_dump(size_t w, size_t h, int shift) const {
+    std::vector<uint8_t> nv12(w * h + w * h / 2);
+    for (size_t i = 0; i < nv12.size(); ++i) nv12[i] = static_cast<uint8_t>((i * 2654435761u) >> shift);
+    testing::write_bytes(dir_ / "f.nv12", nv12);
+    return nv12;
+  }
   std::string model() const { return dir_ / "m.pfb"; }
   std::string input() const { return dir_ / "ckpt/pixel_values.npy"; }
   std::string out() const { return dir_ / "out/y.npy"; }
@@ -255,9 +262,7 @@ TEST_F(RunCli, CameraImagesMatchHuggingFacesPipeline) {
 TEST_F(RunCli, RawCameraDumpsGoThroughTheRuntimesConversion) {
   ASSERT_NO_FATAL_FAILURE(convert(std::string(PATCHFUSE_FRAMES_DIR) + "/qwen2_vl", "q.pfb"));
   const size_t w = 64, h = 48;
-  std::vector<uint8_t> nv12(w * h + w * h / 2);
-  for (size_t i = 0; i < nv12.size(); ++i) nv12[i] = static_cast<uint8_t>((i * 2654435761u) >> 13);
-  testing::write_bytes(dir_ / "f.nv12", nv12);
+  const std::vector<uint8_t> nv12 = nv12_dump(w, h, 13);
   std::vector<uint8_t> argb(w * h * 4), rgb(w * h * 3);  // libyuv's ARGB is B, G, R, A in memory
   libyuv::NV12ToARGBMatrix(nv12.data(), w, nv12.data() + w * h, w, argb.data(), w * 4, &libyuv::kYuvI601Constants, w, h);
   for (size_t i = 0; i < w * h; ++i) {
@@ -287,9 +292,7 @@ TEST_F(RunCli, RawCameraDumpsGoThroughTheRuntimesConversion) {
 TEST_F(RunCli, DefaultColourMatrixIsTheCApisDefault) {
   ASSERT_NO_FATAL_FAILURE(convert(std::string(PATCHFUSE_FRAMES_DIR) + "/qwen2_vl", "q.pfb"));
   const size_t w = 64, h = 48;
-  std::vector<uint8_t> nv12(w * h + w * h / 2);
-  for (size_t i = 0; i < nv12.size(); ++i) nv12[i] = static_cast<uint8_t>((i * 2654435761u) >> 11);
-  testing::write_bytes(dir_ / "f.nv12", nv12);
+  const std::vector<uint8_t> nv12 = nv12_dump(w, h, 11);
   const CommandResult r = run_cli((dir_ / "q.pfb") + " --yuv " + (dir_ / "f.nv12") + " --format nv12 --size 64x48 --output " + out());
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("colour matrix bt601_full"), std::string::npos) << r.out;
