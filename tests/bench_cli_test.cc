@@ -188,17 +188,21 @@ TEST_F(BenchCli, ImageErrorsNameTheRule) {
   EXPECT_NE(plain.err.find("has no preprocessing"), std::string::npos) << plain.err;
 }
 
-// --cold: every configuration in fresh processes, with and without prepare, as medians.
+// --cold: every configuration in fresh processes, with and without prepare, as medians, after the
+// steady table and in the same JSON; `compare` compares those rows too.
 TEST_F(BenchCli, ColdTimesFreshProcessesWithAndWithoutPrepare) {
 #ifdef PATCHFUSE_TOOLS_EMULATED
   GTEST_SKIP() << "--cold starts fresh processes of the bench, which qemu-user runs only with binfmt_misc";
 #endif
-  const CommandResult r = bench("--backend reference --precision f32,f16 --image 56x56 --cold 2 --runs 2 --warmup 0 --json " +
-                                (dir_ / "cold.json"));
+  const CommandResult r = bench("--backend reference --precision f32,f16 --image 56x56 --frames-only --cold 2 --runs 2 "
+                                "--warmup 0 --json " + (dir_ / "cold.json"));
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("cold start: 2 fresh processes"), std::string::npos) << r.out;
   const auto j = nlohmann::json::parse(testing::read_bytes(dir_ / "cold.json"));
-  EXPECT_EQ(j["cold_processes"], 2);
+  EXPECT_EQ(j["configuration"]["cold_processes"], 2);
+  ASSERT_EQ(j["results"].size(), 2u) << "the steady rows, f32 and f16 (skipped), in the same file";
+  EXPECT_GT(j["results"][0]["latency_ms"]["p50"].get<double>(), 0.0);
+  EXPECT_EQ(j["model"]["content_hash"].get<std::string>().rfind("fnv1a64:", 0), 0u) << "the model, as for the steady rows";
   ASSERT_EQ(j["cold"].size(), 4u) << "f32 and f16, each without and with prepare";
   for (const auto& res : j["cold"]) {
     SCOPED_TRACE(res.dump());
@@ -208,6 +212,7 @@ TEST_F(BenchCli, ColdTimesFreshProcessesWithAndWithoutPrepare) {
     }
     ASSERT_FALSE(res.contains("error"));
     EXPECT_EQ(res["processes"], 2);
+    EXPECT_EQ(res["create_prepare_first_ms"].size(), 2u) << "one figure per process";
     EXPECT_EQ(res["backend"], "reference");
     for (const char* f : {"median_create_ms", "median_first_ms", "median_steady_p50_ms", "median_first_over_p50"}) {
       EXPECT_GT(res[f].get<double>(), 0.0) << f;
@@ -220,10 +225,16 @@ TEST_F(BenchCli, ColdTimesFreshProcessesWithAndWithoutPrepare) {
     const double cold = res["median_create_prepare_first_over_p50"].get<double>();
     EXPECT_GE(cold, res["median_first_over_p50"].get<double>() * 0.999) << "create + prepare + first includes the first run";
   }
+  const CommandResult c = testing::run_command(std::string(PATCHFUSE_BENCH_BIN) + " compare " + (dir_ / "cold.json") + " " +
+                                               (dir_ / "cold.json"));
+  ASSERT_EQ(c.exit_code, 0) << c.err;
+  EXPECT_NE(c.out.find("3 rows compared"), std::string::npos) << "1 steady row and 2 cold rows (f16 skipped): " << c.out;
+  EXPECT_NE(c.out.find("within noise"), std::string::npos) << c.out;
 }
 
 TEST_F(BenchCli, UsageErrors) {
-  EXPECT_EQ(bench("--cold 2 --path both").exit_code, 2) << "--cold times the fused path";
+  EXPECT_EQ(bench("--cold 2 --cold-only --path both").exit_code, 2) << "--cold times the fused path";
+  EXPECT_EQ(bench("--cold-only").exit_code, 2) << "--cold-only without --cold";
   EXPECT_EQ(bench("--cold 0").exit_code, 2);
   EXPECT_EQ(bench("--path sideways").exit_code, 2);
   EXPECT_EQ(bench("--patches 0").exit_code, 2);

@@ -186,8 +186,8 @@ int cold_child(const ColdConfig& c) {
   return 0;
 }
 
-int cold_parent(const std::string& self, const std::vector<ColdConfig>& configs, int count, const std::string& weights_cache,
-                const std::string& json_path) {
+nlohmann::ordered_json cold_parent(const std::string& self, const std::vector<ColdConfig>& configs, int count,
+                                   const std::string& weights_cache) {
   // Every configuration with and without prepare (and with a cache), interleaved process by
   // process, so the machine's drift falls on all of them alike.
   std::vector<ColdConfig> runs;
@@ -233,7 +233,6 @@ int cold_parent(const std::string& self, const std::vector<ColdConfig>& configs,
   std::printf("%-9s %-9s %-13s %3s | %8s %9s %8s %8s | %9s | %9s %14s\n", "backend", "precision", "prepare", "thr", "open_ms",
               "create_ms", "prep_ms", "first_ms", "p50_ms", "first/p50", "(c+p+f)/p50");
   ojson results = ojson::array();
-  bool any = false;
   for (size_t r = 0; r < runs.size(); ++r) {
     const ColdConfig& c = runs[r];
     const char* prepared = !c.weights_cache.empty() ? "yes + cache" : c.prepare ? "yes" : "no";
@@ -246,7 +245,6 @@ int cold_parent(const std::string& self, const std::vector<ColdConfig>& configs,
       results.push_back(j);
       continue;
     }
-    any = true;
     auto field = [&](const char* name) {
       std::vector<double> v;
       for (const ojson& s : samples[r]) v.push_back(s[name].get<double>());
@@ -266,6 +264,11 @@ int cold_parent(const std::string& self, const std::vector<ColdConfig>& configs,
     for (const char* name : {"open_ms", "create_ms", "prepare_ms", "first_ms", "steady_p50_ms"}) j[std::string("median_") + name] = median(field(name));
     j["median_first_over_p50"] = median(first_ratio);
     j["median_create_prepare_first_over_p50"] = median(cold_ratio);
+    std::vector<double> cold_ms;  // per process, for `compare`'s noise band
+    for (const ojson& s : samples[r]) {
+      cold_ms.push_back(s["create_ms"].get<double>() + s["prepare_ms"].get<double>() + s["first_ms"].get<double>());
+    }
+    j["create_prepare_first_ms"] = cold_ms;
     std::printf("%-9s %-9s %-13s %3d | %8.2f %9.2f %8.2f %8.2f | %9.3f | %9.2f %14.2f\n",
                 j["backend"].get<std::string>().c_str(), j["precision"].get<std::string>().c_str(), prepared,
                 c.threads, j["median_open_ms"].get<double>(), j["median_create_ms"].get<double>(),
@@ -273,19 +276,7 @@ int cold_parent(const std::string& self, const std::vector<ColdConfig>& configs,
                 median(first_ratio), median(cold_ratio));
     results.push_back(j);
   }
-  if (!json_path.empty()) {
-    const std::string text = ojson{{"tool", std::string("patchfuse-bench ") + pf_version()}, {"cold_processes", count},
-                                   {"cold", results}}
-                                 .dump(2) +
-                             "\n";
-    Status w = write_file_atomically(json_path, std::vector<uint8_t>(text.begin(), text.end()));
-    if (!w.ok()) {
-      std::fprintf(stderr, "patchfuse-bench: error: %s\n", w.error().message.c_str());
-      return 1;
-    }
-  }
-  if (!any) std::fprintf(stderr, "patchfuse-bench: error: no configuration could run\n");
-  return any ? 0 : 1;
+  return results;
 }
 
 }  // namespace patchfuse

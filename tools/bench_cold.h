@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -30,10 +31,10 @@ int cold_child(const ColdConfig& c);
 // The parent's side: `count` fresh processes of `self` (this executable) for each configuration,
 // with and without pf_session_prepare, and with `weights_cache` (a path prefix) also with prepare
 // and a weights cache that an untimed process has written first (one file per configuration,
-// since a file holds one configuration's kernels); prints the medians and, with `json_path`,
-// writes them.
-int cold_parent(const std::string& self, const std::vector<ColdConfig>& configs, int count, const std::string& weights_cache,
-                const std::string& json_path);
+// since a file holds one configuration's kernels); prints the medians and returns one row per run
+// configuration (medians, per-process cold ms, or "skipped"/"error" with the reason).
+nlohmann::ordered_json cold_parent(const std::string& self, const std::vector<ColdConfig>& configs, int count,
+                                   const std::string& weights_cache);
 
 // The command-line arguments that make `self` run `c` as a child.
 std::vector<std::string> cold_child_arguments(const ColdConfig& c);

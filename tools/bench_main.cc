@@ -82,6 +82,7 @@ struct Options {
   bool frames_only = false;
   std::string csv;
   int cold = 0;             // --cold N: fresh processes per configuration
+  bool cold_only = false;   // --cold-only: no steady table
   std::string weights_cache;
   std::string cold_child;   // hidden: this process is one of them ("prepare" or "no-prepare")
 };
@@ -167,13 +168,14 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember(patchfuse::keys_of(patchfuse::pixel_format_names())));
   app.add_option("--frames", o.frames, "Frames of the --image video (1 = still image)")->check(CLI::Range(1, 4096));
   app.add_flag("--frames-only", o.frames_only, "With --image: time the frames path only, not pixel_values rows of the same N");
-  app.add_option("--cold", o.cold, "Instead of the steady table: N fresh processes per backend x precision x threads, "
-                                   "with and without pf_session_prepare; medians of open, create, prepare and the first "
-                                   "run beside the steady p50 (first --output-stage, first --patches)")
+  app.add_option("--cold", o.cold, "After the steady table (in the same JSON): N fresh processes per backend x precision x "
+                                   "threads, with and without pf_session_prepare; medians of open, create, prepare and the "
+                                   "first run beside the steady p50 (fused path, synthetic input, first --output-stage and --patches)")
       ->check(CLI::Range(1, 1000));
   app.add_option("--weights-cache", o.weights_cache, "Packed-weights cache file: each session maps it (written when it "
                                                      "does not match); with --cold, a path prefix, and each configuration is "
                                                      "also timed with prepare and its own cache file, written first");
+  app.add_flag("--cold-only", o.cold_only, "With --cold: only the cold start, no steady table");
   app.add_option("--cold-child", o.cold_child)->check(CLI::IsMember({"prepare", "no-prepare"}))->group("");
   if (auto code = patchfuse::parse_command_line(app, argc, argv, "patchfuse-bench")) return *code;
   auto fail = [](const std::string& m) {
@@ -181,15 +183,16 @@ int main(int argc, char** argv) {
     return 1;
   };
 
-  if (o.cold > 0 || !o.cold_child.empty()) {
-    if (o.path != "fused" || !o.input.empty()) {
-      std::fprintf(stderr, "patchfuse-bench: usage error: --cold times the fused path on synthetic input: drop --path and --input\n");
-      return 2;
-    }
-    if (std::count(o.stages.begin(), o.stages.end(), "encoder-input") > 0 && o.image.empty()) {
-      std::fprintf(stderr, "patchfuse-bench: usage error: --output-stage encoder-input needs --image WxH (its terms depend on the grid)\n");
-      return 2;
-    }
+  if (o.cold_only && o.cold == 0) {
+    std::fprintf(stderr, "patchfuse-bench: usage error: --cold-only goes with --cold N\n");
+    return 2;
+  }
+  if (o.cold_only && (o.path != "fused" || !o.input.empty())) {
+    std::fprintf(stderr, "patchfuse-bench: usage error: --cold times the fused path on synthetic input: drop --path and --input\n");
+    return 2;
+  }
+  // The cold start's configuration, less what each process varies (backend, precision, threads, prepare).
+  const auto cold_config = [&o] {
     patchfuse::ColdConfig c;
     c.model = o.model;
     c.module = o.module;
@@ -201,31 +204,16 @@ int main(int argc, char** argv) {
     c.warmup = o.warmup;
     c.runs = o.runs;
     c.seed = o.seed;
-    if (!o.cold_child.empty()) {
-      c.backend = o.backends.front();
-      c.precision = o.precisions.front();
-      c.threads = o.threads.front();
-      c.prepare = o.cold_child == "prepare";
-      c.weights_cache = o.weights_cache;
-      return patchfuse::cold_child(c);
-    }
-    std::vector<patchfuse::ColdConfig> configs;
-    for (const std::string& backend : o.backends) {
-      for (const std::string& precision : o.precisions) {
-        for (int threads : o.threads) {
-          configs.push_back(c);
-          configs.back().backend = backend;
-          configs.back().precision = precision;
-          configs.back().threads = threads;
-        }
-      }
-    }
-    // This executable's own path (qemu-user answers with the emulated binary's, not its own).
-    std::string self(4096, '\0');
-    const ssize_t len = readlink("/proc/self/exe", self.data(), self.size());
-    if (len <= 0) return fail("--cold: cannot find this executable (/proc/self/exe)");
-    self.resize(static_cast<size_t>(len));
-    return patchfuse::cold_parent(self, configs, o.cold, o.weights_cache, o.json);
+    return c;
+  };
+  if (!o.cold_child.empty()) {
+    patchfuse::ColdConfig c = cold_config();
+    c.backend = o.backends.front();
+    c.precision = o.precisions.front();
+    c.threads = o.threads.front();
+    c.prepare = o.cold_child == "prepare";
+    c.weights_cache = o.weights_cache;
+    return patchfuse::cold_child(c);
   }
 
   if (!o.pin.empty()) {
@@ -343,197 +331,224 @@ int main(int argc, char** argv) {
                 views.size(), o.format.c_str(), views.size() == 1 ? "" : "s", sources[0].width, sources[0].height, o.seed,
                 static_cast<long long>(resized_w), static_cast<long long>(resized_h), max_n);
   }
-  std::printf("%-9s %-9s %-13s %3s %6s | %8s %8s %8s | %8s %8s %8s %8s %8s %8s | %8s %7s %s\n", "backend", "precision", "path",
-              "thr", "N", "init_ms", "prep_ms", "first_ms", "p50_ms", "p90_ms", "p99_ms", "min_ms", "mean_ms", "std_ms", "GFLOP/s", "rss_MB",
-              "speedup");
-  const size_t total = o.backends.size() * o.precisions.size() * o.threads.size() * o.patches.size();
-  size_t done = 0, ran = 0;
-  for (const std::string& backend : o.backends) {
-    for (const std::string& precision : o.precisions) {
-      for (int threads : o.threads) {
-        for (size_t n : o.patches) {
-          std::fprintf(stderr, "[%zu/%zu] %s %s threads=%d N=%zu ...\n", ++done, total, backend.c_str(), precision.c_str(),
-                       threads, n);
-          // Init = open + create, measured per session.
-          std::vector<Measured> m(paths.size());
-          std::vector<std::optional<patchfuse::Model>> models(paths.size());
-          std::vector<std::optional<patchfuse::Session>> sessions(paths.size());
-          for (size_t p = 0; p < paths.size(); ++p) {
-            const auto t0 = Clock::now();
-            auto model = patchfuse::Model::open_file(o.model);
-            if (!model) {
-              m[p].error = model.error();
-              continue;
-            }
-            pf_session_options so = patchfuse::default_options();
-            so.backend = patchfuse::backend_names().at(backend);
-            so.precision = patchfuse::precision_names().at(precision);
-            so.threads = threads;
-            so.path = paths[p].path;
-            so.output_stage = paths[p].stage;
-            so.weights_cache = o.weights_cache.empty() ? nullptr : o.weights_cache.c_str();
-            auto session = patchfuse::Session::create(*model, index, so);
-            if (!session) {
-              m[p].error = session.error();
-              m[p].skipped = session.status() == PF_UNSUPPORTED;
-              continue;
-            }
-            m[p].init_ms = ms_since(t0);
-            // Everything the first run of this size would do once (pf_session_prepare), timed on its own.
-            const pf_grid rows_grid = paths[p].stage == PF_OUTPUT_ENCODER_INPUT ? image_grid : pf_grid{1, 1, static_cast<int64_t>(n)};
-            const auto tp = Clock::now();
-            const pf_input_shape shape = patchfuse::input_shape(paths[p].frames ? views : std::vector<pf_image>(), rows_grid);
-            const pf_status prepared = pf_session_prepare(session->get(), &shape);
-            if (prepared != PF_OK) {
-              m[p].error = pf_last_error();
-              m[p].skipped = prepared == PF_UNSUPPORTED;
-            }
-            m[p].prepare_ms = ms_since(tp);
-            if (!m[p].error.empty()) continue;
-            const auto t1 = Clock::now();
-            m[p].error = run(*session, paths[p], n);
-            m[p].first_ms = ms_since(t1);
-            m[p].first_setup_ms = session->last_profile().setup_ms;
-            m[p].info = session->info();
-            if (m[p].error.empty() && m[p].info.precision == PF_PRECISION_INT8) {
-              // int8's error, against the float model on the same frames (the reference backend in f32).
-              pf_session_options ro = patchfuse::default_options();
-              ro.backend = PF_BACKEND_REFERENCE;
-              ro.output_stage = paths[p].stage;
-              auto ref = patchfuse::Session::create(*model, index, ro);
-              std::vector<float> y(output.begin(), output.begin() + static_cast<std::ptrdiff_t>(n * out)), want(n * out);
-              m[p].error = ref ? ref->run_video(views.data(), views.size(), want.data()) : ref.error();
-              m[p].int8_error = patchfuse::output_diff(y, want).relative();
-            }
-            models[p].emplace(std::move(*model));
-            sessions[p].emplace(std::move(*session));
-          }
-          for (int w = 0; w < o.warmup; ++w) {
+  size_t ran = 0;
+  if (!o.cold_only) {
+    std::printf("%-9s %-9s %-13s %3s %6s | %8s %8s %8s | %8s %8s %8s %8s %8s %8s | %8s %7s %s\n", "backend", "precision", "path",
+                "thr", "N", "init_ms", "prep_ms", "first_ms", "p50_ms", "p90_ms", "p99_ms", "min_ms", "mean_ms", "std_ms", "GFLOP/s", "rss_MB",
+                "speedup");
+    const size_t total = o.backends.size() * o.precisions.size() * o.threads.size() * o.patches.size();
+    size_t done = 0;
+    for (const std::string& backend : o.backends) {
+      for (const std::string& precision : o.precisions) {
+        for (int threads : o.threads) {
+          for (size_t n : o.patches) {
+            std::fprintf(stderr, "[%zu/%zu] %s %s threads=%d N=%zu ...\n", ++done, total, backend.c_str(), precision.c_str(),
+                         threads, n);
+            // Init = open + create, measured per session.
+            std::vector<Measured> m(paths.size());
+            std::vector<std::optional<patchfuse::Model>> models(paths.size());
+            std::vector<std::optional<patchfuse::Session>> sessions(paths.size());
             for (size_t p = 0; p < paths.size(); ++p) {
-              if (sessions[p] && m[p].error.empty()) m[p].error = run(*sessions[p], paths[p], n);
-            }
-          }
-          // Timed runs, alternating the paths run for run.
-          const auto start = Clock::now();
-          for (int r = 0; r < 1000000 && (r < o.runs || ms_since(start) < o.min_time * 1000.0); ++r) {
-            for (size_t p = 0; p < paths.size(); ++p) {
-              if (!sessions[p] || !m[p].error.empty()) continue;
-              const auto t = Clock::now();
-              m[p].error = run(*sessions[p], paths[p], n);
-              const double wall = ms_since(t);
-              m[p].runs_ms.push_back(wall);
-              if (paths[p].stage == PF_OUTPUT_ENCODER_INPUT) {
-                m[p].encoder_input_ms.push_back(sessions[p]->last_profile().encoder_input_ms);
+              const auto t0 = Clock::now();
+              auto model = patchfuse::Model::open_file(o.model);
+              if (!model) {
+                m[p].error = model.error();
+                continue;
               }
-              if (paths[p].frames) {
-                const pf_run_profile pr = sessions[p]->last_profile();
-                m[p].preprocess_ms.push_back(pr.preprocess_ms);
-                m[p].gather_ms.push_back(pr.gather_ms);
-                m[p].kernel_ms.push_back(pr.kernel_ms);
-                m[p].preprocessing_share.push_back((pr.preprocess_ms + pr.gather_ms) / wall);
+              pf_session_options so = patchfuse::default_options();
+              so.backend = patchfuse::backend_names().at(backend);
+              so.precision = patchfuse::precision_names().at(precision);
+              so.threads = threads;
+              so.path = paths[p].path;
+              so.output_stage = paths[p].stage;
+              so.weights_cache = o.weights_cache.empty() ? nullptr : o.weights_cache.c_str();
+              auto session = patchfuse::Session::create(*model, index, so);
+              if (!session) {
+                m[p].error = session.error();
+                m[p].skipped = session.status() == PF_UNSUPPORTED;
+                continue;
+              }
+              m[p].init_ms = ms_since(t0);
+              // Everything the first run of this size would do once (pf_session_prepare), timed on its own.
+              const pf_grid rows_grid = paths[p].stage == PF_OUTPUT_ENCODER_INPUT ? image_grid : pf_grid{1, 1, static_cast<int64_t>(n)};
+              const auto tp = Clock::now();
+              const pf_input_shape shape = patchfuse::input_shape(paths[p].frames ? views : std::vector<pf_image>(), rows_grid);
+              const pf_status prepared = pf_session_prepare(session->get(), &shape);
+              if (prepared != PF_OK) {
+                m[p].error = pf_last_error();
+                m[p].skipped = prepared == PF_UNSUPPORTED;
+              }
+              m[p].prepare_ms = ms_since(tp);
+              if (!m[p].error.empty()) continue;
+              const auto t1 = Clock::now();
+              m[p].error = run(*session, paths[p], n);
+              m[p].first_ms = ms_since(t1);
+              m[p].first_setup_ms = session->last_profile().setup_ms;
+              m[p].info = session->info();
+              if (m[p].error.empty() && m[p].info.precision == PF_PRECISION_INT8) {
+                // int8's error, against the float model on the same frames (the reference backend in f32).
+                pf_session_options ro = patchfuse::default_options();
+                ro.backend = PF_BACKEND_REFERENCE;
+                ro.output_stage = paths[p].stage;
+                auto ref = patchfuse::Session::create(*model, index, ro);
+                std::vector<float> y(output.begin(), output.begin() + static_cast<std::ptrdiff_t>(n * out)), want(n * out);
+                m[p].error = ref ? ref->run_video(views.data(), views.size(), want.data()) : ref.error();
+                m[p].int8_error = patchfuse::output_diff(y, want).relative();
+              }
+              models[p].emplace(std::move(*model));
+              sessions[p].emplace(std::move(*session));
+            }
+            for (int w = 0; w < o.warmup; ++w) {
+              for (size_t p = 0; p < paths.size(); ++p) {
+                if (sessions[p] && m[p].error.empty()) m[p].error = run(*sessions[p], paths[p], n);
               }
             }
-          }
-          const double rss = peak_rss_mb();
-          std::vector<Stats> s(paths.size());
-          for (size_t p = 0; p < paths.size(); ++p) s[p] = stats_of(m[p].runs_ms);
-          // Side-by-side ratios: unfused over fused (same input), pixel_values over frames (same path),
-          // both within one stage; and the encoder input over the patches (same path and input).
-          enum class Pair { kPath, kInput, kStage };
-          auto partner = [&](size_t p, Pair pair) -> std::optional<size_t> {
-            for (size_t q = 0; q < paths.size(); ++q) {
-              const bool same_path = paths[q].path == paths[p].path, same_input = paths[q].frames == paths[p].frames,
-                         same_stage = paths[q].stage == paths[p].stage;
-              const bool match = pair == Pair::kInput  ? same_path && !same_input && same_stage
-                                 : pair == Pair::kPath ? same_input && !same_path && same_stage
-                                                       : same_path && same_input && !same_stage;
-              if (match && m[q].error.empty() && m[p].error.empty() && s[q].p50 > 0) return q;
+            // Timed runs, alternating the paths run for run.
+            const auto start = Clock::now();
+            for (int r = 0; r < 1000000 && (r < o.runs || ms_since(start) < o.min_time * 1000.0); ++r) {
+              for (size_t p = 0; p < paths.size(); ++p) {
+                if (!sessions[p] || !m[p].error.empty()) continue;
+                const auto t = Clock::now();
+                m[p].error = run(*sessions[p], paths[p], n);
+                const double wall = ms_since(t);
+                m[p].runs_ms.push_back(wall);
+                if (paths[p].stage == PF_OUTPUT_ENCODER_INPUT) {
+                  m[p].encoder_input_ms.push_back(sessions[p]->last_profile().encoder_input_ms);
+                }
+                if (paths[p].frames) {
+                  const pf_run_profile pr = sessions[p]->last_profile();
+                  m[p].preprocess_ms.push_back(pr.preprocess_ms);
+                  m[p].gather_ms.push_back(pr.gather_ms);
+                  m[p].kernel_ms.push_back(pr.kernel_ms);
+                  m[p].preprocessing_share.push_back((pr.preprocess_ms + pr.gather_ms) / wall);
+                }
+              }
             }
-            return std::nullopt;
-          };
-          for (size_t p = 0; p < paths.size(); ++p) {
-            const std::string path_name = paths[p].name();
-            const auto other_path = partner(p, Pair::kPath);
-            const double unfused_over_fused = !other_path ? 0.0
-                                              : paths[p].path == PF_PATH_FUSED ? s[*other_path].p50 / s[p].p50
-                                                                               : s[p].p50 / s[*other_path].p50;
-            const auto pixels_partner = paths[p].frames ? partner(p, Pair::kInput) : std::nullopt;
-            const auto patches_partner = paths[p].stage == PF_OUTPUT_ENCODER_INPUT ? partner(p, Pair::kStage) : std::nullopt;
-            const double over_patches = patches_partner ? s[p].p50 / s[patches_partner.value()].p50 : 0.0;
-            const double pixels_over_frames = pixels_partner ? s[*pixels_partner].p50 / s[p].p50 : 0.0;
-            // The table shows each ratio once: on the fused row, and on the frames row.
-            const double speedup = pixels_partner ? pixels_over_frames : paths[p].path == PF_PATH_FUSED ? unfused_over_fused : 0.0;
-            ojson j = {{"backend_requested", backend}, {"precision_requested", precision}, {"path", path_name},
-                       {"threads_requested", threads}, {"patches", n}};
-            if (!m[p].error.empty()) {
-              std::printf("%-9s %-9s %-13s %3d %6zu | %s: %s\n", backend.c_str(), precision.c_str(), path_name.c_str(), threads,
-                          n, m[p].skipped ? "skipped" : "error", m[p].error.c_str());
-              j[m[p].skipped ? "skipped" : "error"] = m[p].error;  // a refusal is expected; an error is not
+            const double rss = peak_rss_mb();
+            std::vector<Stats> s(paths.size());
+            for (size_t p = 0; p < paths.size(); ++p) s[p] = stats_of(m[p].runs_ms);
+            // Side-by-side ratios: unfused over fused (same input), pixel_values over frames (same path),
+            // both within one stage; and the encoder input over the patches (same path and input).
+            enum class Pair { kPath, kInput, kStage };
+            auto partner = [&](size_t p, Pair pair) -> std::optional<size_t> {
+              for (size_t q = 0; q < paths.size(); ++q) {
+                const bool same_path = paths[q].path == paths[p].path, same_input = paths[q].frames == paths[p].frames,
+                           same_stage = paths[q].stage == paths[p].stage;
+                const bool match = pair == Pair::kInput  ? same_path && !same_input && same_stage
+                                   : pair == Pair::kPath ? same_input && !same_path && same_stage
+                                                         : same_path && same_input && !same_stage;
+                if (match && m[q].error.empty() && m[p].error.empty() && s[q].p50 > 0) return q;
+              }
+              return std::nullopt;
+            };
+            for (size_t p = 0; p < paths.size(); ++p) {
+              const std::string path_name = paths[p].name();
+              const auto other_path = partner(p, Pair::kPath);
+              const double unfused_over_fused = !other_path ? 0.0
+                                                : paths[p].path == PF_PATH_FUSED ? s[*other_path].p50 / s[p].p50
+                                                                                 : s[p].p50 / s[*other_path].p50;
+              const auto pixels_partner = paths[p].frames ? partner(p, Pair::kInput) : std::nullopt;
+              const auto patches_partner = paths[p].stage == PF_OUTPUT_ENCODER_INPUT ? partner(p, Pair::kStage) : std::nullopt;
+              const double over_patches = patches_partner ? s[p].p50 / s[patches_partner.value()].p50 : 0.0;
+              const double pixels_over_frames = pixels_partner ? s[*pixels_partner].p50 / s[p].p50 : 0.0;
+              // The table shows each ratio once: on the fused row, and on the frames row.
+              const double speedup = pixels_partner ? pixels_over_frames : paths[p].path == PF_PATH_FUSED ? unfused_over_fused : 0.0;
+              ojson j = {{"backend_requested", backend}, {"precision_requested", precision}, {"path", path_name},
+                         {"threads_requested", threads}, {"patches", n}};
+              if (!m[p].error.empty()) {
+                std::printf("%-9s %-9s %-13s %3d %6zu | %s: %s\n", backend.c_str(), precision.c_str(), path_name.c_str(), threads,
+                            n, m[p].skipped ? "skipped" : "error", m[p].error.c_str());
+                j[m[p].skipped ? "skipped" : "error"] = m[p].error;  // a refusal is expected; an error is not
+                results.push_back(j);
+                continue;
+              }
+              ++ran;
+              const pf_session_info& si = m[p].info;
+              // GFLOP/s of the GEMM actually run: a Conv3d's still-image frames path has K = C*P*P.
+              const bool summed = paths[p].frames && views.size() == 1 && info.spatial_rank == 3;
+              const size_t k_run = summed ? k / static_cast<size_t>(info.kernel[0]) : k;
+              const double gflops = 2.0 * static_cast<double>(n) * static_cast<double>(k_run) * static_cast<double>(out) / (s[p].p50 * 1e6);
+              std::printf("%-9s %-9s %-13s %3d %6zu | %8.3f %8.3f %8.3f | %8.4f %8.4f %8.4f %8.4f %8.4f %8.4f | %8.1f %7.1f %s\n",
+                          pf_backend_name(si.backend), patchfuse::precision_text(si.precision), path_name.c_str(), si.threads, n,
+                          m[p].init_ms, m[p].prepare_ms, m[p].first_ms, s[p].p50, s[p].p90, s[p].p99, s[p].min, s[p].mean, s[p].std, gflops, rss,
+                          speedup > 0 ? ("x" + std::to_string(speedup).substr(0, 5)).c_str() : "");
+              if (!m[p].preprocess_ms.empty()) {
+                const double pre = stats_of(m[p].preprocess_ms).p50, gather = stats_of(m[p].gather_ms).p50,
+                             kernel = stats_of(m[p].kernel_ms).p50, share = stats_of(m[p].preprocessing_share).p50;
+                std::printf("%-9s   %zux%zu %s -> %lldx%lld, p50 per stage: conversion + resize %.4f ms, gather %.4f ms, "
+                            "kernel %.4f ms; conversion + resize + gather = %.1f%% of the frames run (median over runs)\n",
+                            "", sources[0].width, sources[0].height, o.format.c_str(), static_cast<long long>(resized_w),
+                            static_cast<long long>(resized_h), pre, gather, kernel, 100.0 * share);
+                j["stages_p50_ms"] = {{"conversion_resize", pre}, {"gather", gather}, {"kernel", kernel}};
+                j["preprocessing_share_p50"] = share;
+              }
+              if (!m[p].encoder_input_ms.empty()) {
+                const double epilogue = stats_of(m[p].encoder_input_ms).p50;
+                std::printf("%-9s   encoder input: epilogue p50 %.4f ms%s\n", "", epilogue,
+                            over_patches > 0 ? (", run p50 x" + std::to_string(over_patches).substr(0, 5) + " the patches stage's").c_str()
+                                             : "");
+                j["encoder_input_epilogue_p50_ms"] = epilogue;
+                if (over_patches > 0) j["encoder_input_over_patches_p50"] = over_patches;
+              }
+              if (m[p].int8_error >= 0) {
+                std::printf("%-9s   int8 vs the f32 model on these frames: max |err| %.3g of max |ref|\n", "", m[p].int8_error);
+                j["int8_max_error_of_max_ref"] = m[p].int8_error;
+              }
+              j["backend"] = pf_backend_name(si.backend);
+              j["precision"] = patchfuse::precision_text(si.precision);
+              j["threads"] = si.threads;
+              j["kernel"] = si.detail;
+              j["isa"] = si.isa;
+              if (si.note[0] != '\0') j["note"] = si.note;
+              j["init_ms"] = m[p].init_ms;
+              j["first_run_ms"] = m[p].first_ms;
+              j["prepare_ms"] = m[p].prepare_ms;
+              j["cold_start_ms"] = m[p].init_ms + m[p].prepare_ms + m[p].first_ms;
+              j["cold_start_over_p50"] = (m[p].init_ms + m[p].prepare_ms + m[p].first_ms) / s[p].p50;
+              j["first_run_over_p50"] = m[p].first_ms / s[p].p50;
+              j["first_run_setup_ms"] = m[p].first_setup_ms;
+              j["warmup_runs"] = o.warmup;
+              j["timed_runs"] = m[p].runs_ms.size();
+              j["latency_ms"] = {{"min", s[p].min}, {"mean", s[p].mean}, {"std", s[p].std}, {"p50", s[p].p50},
+                                 {"p90", s[p].p90}, {"p99", s[p].p99}, {"max", s[p].max}};
+              j["gflops_at_p50"] = gflops;
+              j["samples_ms"] = m[p].runs_ms;  // every timed run, in order: another statistic needs no re-run
+              j["frame_kernels"] = si.frame_kernels;
+              j["peak_rss_mb"] = rss;
+              if (other_path) j["unfused_over_fused_p50"] = unfused_over_fused;
+              if (pixels_partner) j["pixels_over_frames_p50"] = pixels_over_frames;
+              j["input"] = paths[p].frames ? "frames" : "pixel_values";
+              j["output_stage"] = paths[p].stage == PF_OUTPUT_ENCODER_INPUT ? "encoder-input" : "patches";
               results.push_back(j);
-              continue;
             }
-            ++ran;
-            const pf_session_info& si = m[p].info;
-            // GFLOP/s of the GEMM actually run: a Conv3d's still-image frames path has K = C*P*P.
-            const bool summed = paths[p].frames && views.size() == 1 && info.spatial_rank == 3;
-            const size_t k_run = summed ? k / static_cast<size_t>(info.kernel[0]) : k;
-            const double gflops = 2.0 * static_cast<double>(n) * static_cast<double>(k_run) * static_cast<double>(out) / (s[p].p50 * 1e6);
-            std::printf("%-9s %-9s %-13s %3d %6zu | %8.3f %8.3f %8.3f | %8.4f %8.4f %8.4f %8.4f %8.4f %8.4f | %8.1f %7.1f %s\n",
-                        pf_backend_name(si.backend), patchfuse::precision_text(si.precision), path_name.c_str(), si.threads, n,
-                        m[p].init_ms, m[p].prepare_ms, m[p].first_ms, s[p].p50, s[p].p90, s[p].p99, s[p].min, s[p].mean, s[p].std, gflops, rss,
-                        speedup > 0 ? ("x" + std::to_string(speedup).substr(0, 5)).c_str() : "");
-            if (!m[p].preprocess_ms.empty()) {
-              const double pre = stats_of(m[p].preprocess_ms).p50, gather = stats_of(m[p].gather_ms).p50,
-                           kernel = stats_of(m[p].kernel_ms).p50, share = stats_of(m[p].preprocessing_share).p50;
-              std::printf("%-9s   %zux%zu %s -> %lldx%lld, p50 per stage: conversion + resize %.4f ms, gather %.4f ms, "
-                          "kernel %.4f ms; conversion + resize + gather = %.1f%% of the frames run (median over runs)\n",
-                          "", sources[0].width, sources[0].height, o.format.c_str(), static_cast<long long>(resized_w),
-                          static_cast<long long>(resized_h), pre, gather, kernel, 100.0 * share);
-              j["stages_p50_ms"] = {{"conversion_resize", pre}, {"gather", gather}, {"kernel", kernel}};
-              j["preprocessing_share_p50"] = share;
-            }
-            if (!m[p].encoder_input_ms.empty()) {
-              const double epilogue = stats_of(m[p].encoder_input_ms).p50;
-              std::printf("%-9s   encoder input: epilogue p50 %.4f ms%s\n", "", epilogue,
-                          over_patches > 0 ? (", run p50 x" + std::to_string(over_patches).substr(0, 5) + " the patches stage's").c_str()
-                                           : "");
-              j["encoder_input_epilogue_p50_ms"] = epilogue;
-              if (over_patches > 0) j["encoder_input_over_patches_p50"] = over_patches;
-            }
-            if (m[p].int8_error >= 0) {
-              std::printf("%-9s   int8 vs the f32 model on these frames: max |err| %.3g of max |ref|\n", "", m[p].int8_error);
-              j["int8_max_error_of_max_ref"] = m[p].int8_error;
-            }
-            j["backend"] = pf_backend_name(si.backend);
-            j["precision"] = patchfuse::precision_text(si.precision);
-            j["threads"] = si.threads;
-            j["kernel"] = si.detail;
-            j["isa"] = si.isa;
-            if (si.note[0] != '\0') j["note"] = si.note;
-            j["init_ms"] = m[p].init_ms;
-            j["first_run_ms"] = m[p].first_ms;
-            j["prepare_ms"] = m[p].prepare_ms;
-            j["cold_start_ms"] = m[p].init_ms + m[p].prepare_ms + m[p].first_ms;
-            j["cold_start_over_p50"] = (m[p].init_ms + m[p].prepare_ms + m[p].first_ms) / s[p].p50;
-            j["first_run_over_p50"] = m[p].first_ms / s[p].p50;
-            j["first_run_setup_ms"] = m[p].first_setup_ms;
-            j["warmup_runs"] = o.warmup;
-            j["timed_runs"] = m[p].runs_ms.size();
-            j["latency_ms"] = {{"min", s[p].min}, {"mean", s[p].mean}, {"std", s[p].std}, {"p50", s[p].p50},
-                               {"p90", s[p].p90}, {"p99", s[p].p99}, {"max", s[p].max}};
-            j["gflops_at_p50"] = gflops;
-            j["samples_ms"] = m[p].runs_ms;  // every timed run, in order: another statistic needs no re-run
-            j["frame_kernels"] = si.frame_kernels;
-            j["peak_rss_mb"] = rss;
-            if (other_path) j["unfused_over_fused_p50"] = unfused_over_fused;
-            if (pixels_partner) j["pixels_over_frames_p50"] = pixels_over_frames;
-            j["input"] = paths[p].frames ? "frames" : "pixel_values";
-            j["output_stage"] = paths[p].stage == PF_OUTPUT_ENCODER_INPUT ? "encoder-input" : "patches";
-            results.push_back(j);
           }
         }
       }
     }
+  }
+
+  // The cold start, in fresh processes of this executable (qemu-user answers /proc/self/exe with
+  // the emulated binary's path, not its own).
+  ojson cold = ojson::array();
+  if (o.cold > 0) {
+    std::vector<patchfuse::ColdConfig> configs;
+    for (const std::string& backend : o.backends) {
+      for (const std::string& precision : o.precisions) {
+        for (int threads : o.threads) {
+          configs.push_back(cold_config());
+          configs.back().backend = backend;
+          configs.back().precision = precision;
+          configs.back().threads = threads;
+        }
+      }
+    }
+    std::string self(4096, '\0');
+    const ssize_t len = readlink("/proc/self/exe", self.data(), self.size());
+    if (len <= 0) return fail("--cold: cannot find this executable (/proc/self/exe)");
+    self.resize(static_cast<size_t>(len));
+    if (!o.cold_only) std::printf("\n");
+    cold = patchfuse::cold_parent(self, configs, o.cold, o.weights_cache);
+    for (const ojson& r : cold) ran += !r.contains("error") && !r.contains("skipped");
   }
 
   if (!o.json.empty()) {
@@ -550,8 +565,10 @@ int main(int argc, char** argv) {
          {{"backends", o.backends}, {"precisions", o.precisions}, {"threads", o.threads}, {"patches", o.patches},
           {"path", o.path}, {"output_stages", o.stages}, {"warmup", o.warmup}, {"runs", o.runs}, {"min_time_s", o.min_time},
           {"input", o.input.empty() ? "synthetic, seed " + std::to_string(o.seed) : o.input},
-          {"image", o.image}, {"image_format", o.format}, {"frames", views.size()}}},
+          {"image", o.image}, {"image_format", o.format}, {"frames", views.size()}, {"cold_processes", o.cold},
+          {"cold_only", o.cold_only}}},
         {"results", results}};
+    if (o.cold > 0) doc["cold"] = cold;
     const std::string text = doc.dump(2) + "\n";
     patchfuse::Status w = patchfuse::write_file_atomically(o.json, std::vector<uint8_t>(text.begin(), text.end()));
     if (!w.ok()) return fail(w.error().message);
