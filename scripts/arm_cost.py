@@ -10,11 +10,21 @@ gives each block's cycles per execution on a core (steady state: the block repea
 body is); the estimate is the sum over blocks of executions x cycles. A static model: no cache
 misses, no branch mispredictions, no cost between blocks.
 
-  arm_cost.py LOG LD_DEBUG_FILE LIBPATCHFUSE NM TRIPLE CPU[,CPU...]   (prints one JSON object)
+  arm_cost.py LOG LD_DEBUG_FILE LIBPATCHFUSE NM TRIPLE CPU[,CPU...]        the frames path's stages
+  arm_cost.py --gemm LOG LD_DEBUG_FILE LIBPATCHFUSE NM TRIPLE CPU[,CPU...] LIBDIRS   the GEMM: every block in
+      XNNPACK and pthreadpool, and libpatchfuse's gemmlowp and backend functions (setup included:
+      arm-cost.sh takes the difference of two runs that differ only in rows)
+  arm_cost.py --peak TRIPLE CPU INSTRUCTION ATTRS   cycles per instruction of a stream of
+      independent INSTRUCTIONs (the core's peak by the same model)
+  arm_cost.py --loop LIBRARY OBJDUMP FUNCTION TRIPLE CPU MNEMONIC ATTRS   a kernel not run here,
+      priced from the library's own instructions: the loop in FUNCTION (disassembled) densest in
+      MNEMONIC instructions, its cycles per iteration and its MNEMONIC count
+Each prints one JSON object.
 """
 import bisect
 import collections
 import json
+import os
 import re
 import subprocess
 import sys
@@ -26,6 +36,9 @@ STAGES = [
     # split<N>: the plane splits' shared loop (frames/kernels/planes_*.cc), where not inlined.
     ("conversion", re.compile(r"split_neon|split_rgb|split_rgba|split_portable|split<|planes_row|rgb_row|rgba_row")),
 ]
+# The GEMM (--gemm): the libraries that compute it and libpatchfuse's functions that drive it.
+GEMM_LIBRARIES = ("libXNNPACK.so.0", "libpthreadpool.so.0")
+GEMM_FUNCTIONS = re.compile(r"gemmlowp|Gemmlowp|Xnnpack|xnnpack")
 # One-time work a session does at creation or on a new size (the resize's tables), not per frame:
 # neither priced nor held against the guard below.
 SETUP = re.compile(r"Resizer::create|build_tap_tables|pil_axis")
@@ -83,9 +96,28 @@ def functions(nm, library):
     return table
 
 
+def exported(nm, name, libdirs):
+    """A lookup from an offset in a library (found in `libdirs`) to the exported function holding it."""
+    path = next((f"{d}/{name}" for d in libdirs if os.path.exists(f"{d}/{name}")), None)
+    if path is None:
+        sys.exit(f"arm_cost.py: {name} is in none of {':'.join(libdirs)}")
+    out = subprocess.run([nm, "-D", "--defined-only", "-S", path], check=True, capture_output=True, text=True).stdout
+    table = sorted((int(p[0], 16), int(p[1], 16), p[3]) for p in (line.split() for line in out.splitlines())
+                   if len(p) == 4 and p[2] in "tTwW")
+    starts = [t[0] for t in table]
+
+    def lookup(offset):
+        i = bisect.bisect_right(starts, offset) - 1
+        return table[i][2] if i >= 0 and offset < table[i][0] + table[i][1] else None
+    return lookup
+
+
 def short_name(name):
-    """A demangled name without its arguments or the anonymous namespace."""
-    return re.sub(r"\(.*", "", name.replace("(anonymous namespace)::", ""))
+    """A demangled name without its arguments, template arguments, return type or the anonymous namespace."""
+    name = name.replace("(anonymous namespace)::", "")
+    while re.search(r"<[^<>]*>", name):
+        name = re.sub(r"<[^<>]*>", "", name)
+    return re.sub(r"\(.*", "", name).split(" ")[-1]
 
 
 def stage_of(name):
@@ -125,27 +157,106 @@ def cycles_per_block(blocks, triple, cpu, comment):
     return cycles
 
 
+def peak(triple, cpu, instruction, attrs):
+    """Cycles per instruction of 32 independent copies of `instruction` (`{d}` is the destination
+    register number; the sources are shared, so only throughput limits it)."""
+    registers = 8 if triple.startswith(("arm", "thumb")) else 16  # AArch32: q0-q7, the sources above
+    src = [instruction.format(d=d % registers) for d in range(32)]
+    r = subprocess.run(["llvm-mca", f"-mtriple={triple}", f"-mcpu={cpu}", "-iterations=200", f"-mattr={attrs}"],
+                       input="\n".join(src) + "\n", capture_output=True, text=True)
+    m = re.search(r"Instructions:\s+(\d+)\s+Total Cycles:\s+(\d+)", r.stdout)
+    if r.returncode != 0 or not m:
+        sys.exit(f"arm_cost.py: llvm-mca -mcpu={cpu} on {instruction!r} failed:\n{r.stderr[:2000]}")
+    return int(m.group(2)) / int(m.group(1))
+
+
+def loop(library, objdump, function, triple, cpu, mnemonic, attrs):
+    """The loop of `function` densest in `mnemonic` instructions (its inner loop): its body (from the target of
+    its backward branch to the branch) priced by llvm-mca as a loop body."""
+    out = subprocess.run([objdump, "-d", "--no-show-raw-insn", f"--disassemble={function}", library], check=True,
+                         capture_output=True, text=True).stdout
+    insns = []  # (address, text)
+    for line in out.splitlines():
+        m = re.match(r"\s+([0-9a-f]+):\s+(\S.*?)\s*(//.*)?$", line)
+        if m:
+            insns.append((int(m.group(1), 16), re.sub(r"\s+<[^>]*>", "", m.group(2)).replace("\t", " ")))
+    if not insns:
+        sys.exit(f"arm_cost.py: {library}: no function {function}")
+    best = None
+    for i, (address, text) in enumerate(insns):
+        m = re.match(r"(b\.\w+|cbn?z|tbn?z)\s.*?([0-9a-f]+)$", text)
+        if not m or int(m.group(2), 16) >= address:
+            continue
+        start = next(j for j, (a, _) in enumerate(insns) if a == int(m.group(2), 16))
+        body = [t for _, t in insns[start:i + 1]]
+        count = sum(t.split()[0] == mnemonic for t in body)
+        # The inner loop: the densest in MNEMONIC (an outer loop holds it plus its set-up and stores).
+        if count and (best is None or count / len(body) > best[0] / len(best[1])):
+            best = (count, body)
+    if best is None:
+        sys.exit(f"arm_cost.py: {function} has no loop with {mnemonic}")
+    count, body = best
+    body = [".Ltarget:"] + [re.sub(r"[0-9a-f]+$", ".Ltarget", t) if re.match(r"(b\.\w+|cbn?z|tbn?z)\s", t) else t
+                            for t in body]
+    r = subprocess.run(["llvm-mca", f"-mtriple={triple}", f"-mcpu={cpu}", "-iterations=200", f"-mattr={attrs}"],
+                       input="\n".join(body) + "\n", capture_output=True, text=True)
+    m = re.search(r"Iterations:\s+(\d+)\s+Instructions:\s+\d+\s+Total Cycles:\s+(\d+)", r.stdout)
+    if r.returncode != 0 or not m:
+        sys.exit(f"arm_cost.py: llvm-mca -mcpu={cpu} on {function}'s loop failed:\n{r.stderr[:2000]}")
+    return {"cycles_per_iteration": int(m.group(2)) / int(m.group(1)), "instructions": count, "body": len(body) - 1}
+
+
 def main():
-    log, ld_debug, library, nm, triple, cpus = sys.argv[1:7]
+    if sys.argv[1] == "--loop":
+        json.dump(loop(*sys.argv[2:9]), sys.stdout)
+        print()
+        return
+    if sys.argv[1] == "--peak":
+        triple, cpu, instruction, attrs = sys.argv[2:6]
+        json.dump({"cycles_per_instruction": peak(triple, cpu, instruction, attrs)}, sys.stdout)
+        print()
+        return
+    gemm = sys.argv[1] == "--gemm"
+    log, ld_debug, library, nm, triple, cpus = sys.argv[2:8] if gemm else sys.argv[1:7]
+    libdirs = sys.argv[8].split(":") if gemm else []
     counts, blocks = read_log(log)
     base, _ = library_map(ld_debug, library.rsplit("/", 1)[-1])
-    # libyuv's YUV -> RGBA rows (its own NEON in both runs) count as conversion, whole.
-    yuv_base, yuv_size = library_map(ld_debug, "libyuv.so.0")
     table = functions(nm, library)
     starts = [t[0] for t in table]
     stage_blocks, function_of = {}, {}  # start -> stage, start -> function name (without arguments)
     unattributed = collections.Counter()  # executions of libpatchfuse's other functions
+    if gemm:
+        # XNNPACK exports its assembly microkernels only (its C kernels and packing are hidden), so
+        # a block is named by the exported function that holds it, or by its library.
+        libraries = []
+        for name in GEMM_LIBRARIES:
+            lib_base, lib_size = library_map(ld_debug, name)
+            libraries.append((name, lib_base, lib_size, exported(nm, name, libdirs)))
+    else:
+        # libyuv's YUV -> RGBA rows (its own NEON in both runs) count as conversion, whole.
+        yuv_base, yuv_size = library_map(ld_debug, "libyuv.so.0")
     for pc in counts:
-        if yuv_base <= pc < yuv_base + yuv_size and pc in blocks:
+        if pc not in blocks:
+            continue
+        if gemm:
+            lib = next((l for l in libraries if l[1] <= pc < l[1] + l[2]), None)
+            if lib:
+                stage_blocks[pc], function_of[pc] = "gemm", lib[3](pc - lib[1]) or lib[0]
+                continue
+        elif yuv_base <= pc < yuv_base + yuv_size:
             stage_blocks[pc], function_of[pc] = "conversion", "libyuv"
             continue
         i = bisect.bisect_right(starts, pc - base) - 1
         if i >= 0 and pc - base < table[i][0] + max(table[i][1], 1):
+            if gemm:
+                if GEMM_FUNCTIONS.search(table[i][2]):
+                    stage_blocks[pc], function_of[pc] = "gemm", short_name(table[i][2])
+                continue
             stage = stage_of(table[i][2])
-            if stage and pc in blocks:
+            if stage:
                 stage_blocks[pc] = stage
                 function_of[pc] = short_name(table[i][2])
-            elif not stage and not SETUP.search(table[i][2]):
+            elif not SETUP.search(table[i][2]):
                 unattributed[short_name(table[i][2])] += counts[pc]
     # A renamed kernel would silently drop out of its stage: no function outside the stages may run
     # a tenth as many blocks as the stages do (the rest of a run is setup, folding and the GEMM's glue).
@@ -155,8 +266,9 @@ def main():
             sys.exit(f"arm_cost.py: {name} ran {n} blocks against {attributed} in the stages; add it to STAGES "
                      "or say why it is not the frames path's")
     comment = "@" if triple.startswith(("arm", "thumb")) else "#"
+    stages = ["gemm"] if gemm else [stage for stage, _ in STAGES]
     result = {"executions": {}, "cycles": {}, "functions": {}}
-    for stage, _ in STAGES:
+    for stage in stages:
         result["executions"][stage] = sum(counts[pc] for pc, s in stage_blocks.items() if s == stage)
     for cpu in cpus.split(","):
         per_block = cycles_per_block({pc: blocks[pc] for pc in stage_blocks}, triple, cpu, comment)
@@ -164,7 +276,7 @@ def main():
         if missing:
             sys.exit(f"arm_cost.py: llvm-mca gave no figure for {len(missing)} blocks")
         result["cycles"][cpu] = {stage: sum(counts[pc] * per_block[pc] for pc, s in stage_blocks.items() if s == stage)
-                                 for stage, _ in STAGES}
+                                 for stage in stages}
         by_function = collections.Counter()
         for pc in stage_blocks:
             by_function[function_of[pc]] += counts[pc] * per_block[pc]

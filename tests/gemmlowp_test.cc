@@ -1,12 +1,18 @@
 // The gemmlowp backend: int8 frames whose integer sums equal the reference backend's exactly, so
-// the outputs agree bit for bit (both apply scale * (acc + bias) in double); the kernel variant
-// this CPU gets (under qemu: QEMU_CPU picks the emulated core, PATCHFUSE_EXPECT_GEMMLOWP_VARIANT
-// says what it must be); and auto choosing it for int8 where XNNPACK is auto's backend (ARM).
-// Against PyTorch on the fixtures: frames_test (Int8MatchesPytorchWithinItsBound).
+// the outputs agree bit for bit (both apply scale * (acc + bias) in double); the kernel this CPU
+// gets (gemmlowp's variant, or on aarch64 cores with the dot product patchfuse's SDOT kernel;
+// under qemu QEMU_CPU picks the emulated core, PATCHFUSE_EXPECT_GEMMLOWP_VARIANT says what it must
+// be); the SDOT kernel alone on edge shapes; and auto choosing the backend for int8 where XNNPACK
+// is auto's backend (ARM). Against PyTorch on the fixtures: frames_test (Int8MatchesPytorchWithinItsBound).
 #include <gtest/gtest.h>
 
 #include <cstdlib>
 #include <sstream>
+#ifdef PATCHFUSE_SDOT_GEMM
+#include <sys/auxv.h>
+
+#include "runtime/backends/gemmlowp/sdot_gemm.h"
+#endif
 
 #include "patchfuse/patchfuse.hpp"
 #include "tests/support/model_builder.h"
@@ -46,13 +52,22 @@ TEST_F(Gemmlowp, RunsTheVariantThisCpuHas) {
   const pf_session_info info = s->info();
   std::printf("gemmlowp: isa %s, %s\n", info.isa, info.detail);
   const std::string built = PATCHFUSE_GEMMLOWP_VARIANTS;  // CMake's list, ','-separated
-  EXPECT_NE(("," + built + ",").find("," + std::string(info.isa) + ","), std::string::npos) << built;
-  EXPECT_NE(std::string(info.detail).find("DefaultL8R8BitDepthParams"), std::string::npos) << info.detail;
+  const bool sdot = std::string(info.isa) == "neon_dotprod";
+#ifdef PATCHFUSE_SDOT_GEMM
+  const char* cap = std::getenv("PATCHFUSE_MAX_CPU_ISA");  // neon or baseline: no dot product
+  const bool capped = cap != nullptr && (std::string(cap) == "neon" || std::string(cap) == "baseline");
+  EXPECT_EQ(sdot, (getauxval(AT_HWCAP) & HWCAP_ASIMDDP) != 0 && !capped)
+      << "the SDOT kernel exactly where the core has the dot product and PATCHFUSE_MAX_CPU_ISA allows it";
+#endif
+  if (sdot) {
+    EXPECT_NE(std::string(info.detail).find("SDOT"), std::string::npos) << info.detail;
+  } else {
+    EXPECT_NE(("," + built + ",").find("," + std::string(info.isa) + ","), std::string::npos) << built;
+    EXPECT_NE(std::string(info.detail).find("DefaultL8R8BitDepthParams"), std::string::npos) << info.detail;
+  }
   EXPECT_STREQ(info.note, "") << "exact int32 sums: 8-bit weights, no note";
   if (const char* want = std::getenv("PATCHFUSE_EXPECT_GEMMLOWP_VARIANT")) {
     EXPECT_STREQ(info.isa, want) << info.detail;
-    // gemmlowp's own kernel name says the dot-product kernel is the one compiled into that variant.
-    EXPECT_EQ(std::string(info.detail).find("dotprod") != std::string::npos, std::string(want) == "dotprod") << info.detail;
   }
 }
 
@@ -102,6 +117,45 @@ TEST_F(Gemmlowp, IntegerSumsEqualTheReferenceBitForBit) {
   }
   EXPECT_EQ(compared, 5 * 3 * 2);
 }
+
+#ifdef PATCHFUSE_SDOT_GEMM
+// The SDOT kernel on its own, against the sums in int64: k below, at and past 16 (the copied
+// tail), outputs past a block of 16, row counts that leave a partial tile of 4, and the extremes
+// (pixels 0 and 255 against weights -127 and 127) where a lossy or offset-wrong sum would show.
+TEST(SdotGemm, SumsEqualInt64SumsOnEdgeShapes) {
+  if ((getauxval(AT_HWCAP) & HWCAP_ASIMDDP) == 0) GTEST_SKIP() << "this core has no dot product";
+  uint32_t state = 7;
+  const auto next = [&state] { return state = state * 1664525u + 1013904223u, state >> 24; };
+  int compared = 0;
+  for (int k : {1, 5, 16, 17, 32, 147, 588}) {
+    for (int outputs : {1, 16, 17, 37}) {
+      for (int n : {1, 3, 4, 5, 9}) {
+        for (int extreme : {0, 1}) {
+          std::vector<int8_t> q(static_cast<size_t>(outputs) * k);
+          std::vector<uint8_t> x(static_cast<size_t>(n) * k);
+          for (size_t i = 0; i < q.size(); ++i) q[i] = static_cast<int8_t>(extreme ? (i % 2 ? 127 : -127) : static_cast<int>(next() % 255) - 127);
+          for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<uint8_t>(extreme ? (i % 3 ? 255 : 0) : next());
+          std::vector<int8_t> packed(sdot_packed_bytes_neon_dotprod(outputs, k));
+          std::vector<int32_t> start((outputs + 15) / 16 * 16), acc(static_cast<size_t>(n) * outputs + 1, 12345);
+          sdot_pack_neon_dotprod(q.data(), outputs, k, packed.data(), start.data());
+          sdot_gemm_neon_dotprod(packed.data(), start.data(), outputs, k, x.data(), n, acc.data());
+          for (int i = 0; i < n; ++i) {
+            for (int o = 0; o < outputs; ++o) {
+              int64_t want = 0;
+              for (int j = 0; j < k; ++j) want += int64_t{x[static_cast<size_t>(i) * k + j]} * q[static_cast<size_t>(o) * k + j];
+              ASSERT_EQ(acc[static_cast<size_t>(i) * outputs + o], want) << "k " << k << " outputs " << outputs << " n " << n
+                                                                         << " row " << i << " output " << o;
+            }
+          }
+          EXPECT_EQ(acc.back(), 12345) << "nothing written past the last row";
+          ++compared;
+        }
+      }
+    }
+  }
+  EXPECT_EQ(compared, 7 * 4 * 5 * 2);
+}
+#endif
 
 // auto takes the first backend that computes the precision asked for: for int8 on ARM, where
 // XNNPACK (auto's f32 backend) refuses it, that is gemmlowp; on x86-64 oneDNN keeps it.

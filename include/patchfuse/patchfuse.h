@@ -72,7 +72,8 @@ typedef PF_ENUM(pf_backend) {
   PF_BACKEND_REFERENCE = 1, /**< portable C++, always built: the oracle */
   PF_BACKEND_ONEDNN = 2,    /**< x86-64: f32, bf16 where the CPU has AVX512-BF16, int8 */
   PF_BACKEND_XNNPACK = 3,   /**< ARM and x86-64: f32, f16 where the CPU has FP16 arithmetic */
-  PF_BACKEND_GEMMLOWP = 4   /**< ARM (and x86-64 with AVX2): int8 on frames only, exact integer sums */
+  PF_BACKEND_GEMMLOWP = 4   /**< ARM's int8 (and x86-64 with AVX2): frames only, exact integer sums; gemmlowp's
+                                 kernels, and on aarch64 cores with the dot product patchfuse's own SDOT kernel */
 } pf_backend;
 
 typedef PF_ENUM(pf_precision) {
@@ -201,8 +202,8 @@ typedef struct pf_session_info {
   const char* note;   /**< why precision differs from the model dtype, or "" */
   const char* isa;    /**< instruction set the library dispatched to, in its own words (oneDNN:
                            "avx2", "avx512_core_bf16", "avx512_core_amx", ...; capped by
-                           ONEDNN_MAX_CPU_ISA; gemmlowp: the kernel variant chosen for this CPU,
-                           "dotprod", "neon", "portable" or "avx2"), or "" where the library does not
+                           ONEDNN_MAX_CPU_ISA; gemmlowp backend: "neon_dotprod" for the SDOT kernel, else
+                           gemmlowp's variant "neon", "portable" or "avx2"), or "" where the library does not
                            say (reference, XNNPACK) */
   /** What the weights cache did for the kernels packed so far: "" without one; otherwise one
    *  line per kernel, e.g. "still: loaded", "still: written (no entry for this key)",

@@ -7,13 +7,17 @@
 
 #include "runtime/backends/gemmlowp/gemmlowp_variant.h"
 #include "runtime/frames/weight_transforms.h"
+#ifdef PATCHFUSE_SDOT_GEMM
+#include "runtime/backends/gemmlowp/sdot_gemm.h"
+#include "runtime/core/cpu_features.h"
+#endif
 
 namespace patchfuse {
 
 // The variants CMakeLists.txt compiles for this architecture, each with the CPU feature it needs;
 // the first whose feature this CPU has runs.
 #if defined(__aarch64__)
-extern const GemmlowpVariant kGemmlowp_dotprod, kGemmlowp_neon;
+extern const GemmlowpVariant kGemmlowp_neon;
 #elif defined(__arm__)
 extern const GemmlowpVariant kGemmlowp_neon, kGemmlowp_portable;
 #elif defined(__x86_64__)
@@ -35,8 +39,7 @@ bool always() { return true; }
 const Candidate* pick_variant(std::string* why) {
   static const Candidate candidates[] = {
 #if defined(__aarch64__)
-      {&kGemmlowp_dotprod, [] { return cpuinfo_initialize() && cpuinfo_has_arm_neon_dot(); }, "the dot-product extension"},
-      {&kGemmlowp_neon, always, ""},  // NEON is part of ARMv8-A
+      {&kGemmlowp_neon, always, ""},  // NEON is part of ARMv8-A (dot-product cores: the SDOT kernel)
 #elif defined(__arm__)
       {&kGemmlowp_neon, [] { return cpuinfo_initialize() && cpuinfo_has_arm_neon(); }, "NEON"},
       {&kGemmlowp_portable, always, ""},  // Debian armhf's baseline (VFPv3-D16) has no NEON
@@ -101,17 +104,28 @@ class GemmlowpKernel final : public Kernel {
     }, const_cast<std::function<void(size_t)>*>(&task));
   }
   std::string detail() const override {
+    if (sdot_) return "patchfuse SDOT int8 GEMM, 4x16 tiles (exact int32 sums; gemmlowp's thread pool)";
     return cat("gemmlowp u8 GEMM (DefaultL8R8BitDepthParams, exact int32 sums), kernel \"", variant_.kernel(),
                "\" (", variant_.name, " variant)");
   }
-  std::string isa() const override { return variant_.name; }
+  std::string isa() const override { return sdot_ ? "neon_dotprod" : variant_.name; }
   int threads() const override { return threads_; }
 
  private:
   GemmlowpKernel(const Int8Weights& w, const GemmlowpVariant& v, int threads)
-      : int8_(w), variant_(v), threads_(threads), outputs_(w.scale.size()), weights_(w.weight.size()),
-        context_(v.create(threads)) {
+      : int8_(w), variant_(v), threads_(threads), outputs_(w.scale.size()), context_(v.create(threads)) {
+#ifdef PATCHFUSE_SDOT_GEMM
+    sdot_ = simd_level() >= SimdLevel::kNeonDotprod;
+    if (sdot_) {
+      const int outputs = static_cast<int>(outputs_), k = static_cast<int>(w.k);
+      sdot_weights_.resize(sdot_packed_bytes_neon_dotprod(outputs, k));
+      sdot_start_.resize((outputs_ + 15) / 16 * 16);
+      sdot_pack_neon_dotprod(w.weight.data(), outputs, k, sdot_weights_.data(), sdot_start_.data());
+      return;
+    }
+#endif
     // gemmlowp's inputs are uint8 with an offset: q + 128 with offset -128 is q again.
+    weights_.resize(w.weight.size());
     std::transform(w.weight.begin(), w.weight.end(), weights_.begin(),
                    [](int8_t q) { return static_cast<uint8_t>(static_cast<int>(q) + 128); });
   }
@@ -121,11 +135,37 @@ class GemmlowpKernel final : public Kernel {
     PF_CHECK(n <= static_cast<size_t>(INT32_MAX / std::max<int64_t>(int8_.k, 1)), Code::kInvalidArgument,
              "gemmlowp backend: ", n, " rows exceed its int sizes");
     if (acc_.size() < n * outputs_) acc_.resize(n * outputs_);
+#ifdef PATCHFUSE_SDOT_GEMM
+    if (sdot_) {
+      // Whole 4-row tiles per thread.
+      const size_t tiles = (n + 3) / 4, parts = std::min(tiles, static_cast<size_t>(threads_));
+      SdotPart part{this, input, n, tiles, parts};
+      if (parts > 0) variant_.parallel_for(context_, static_cast<int>(parts), &SdotPart::run, &part);
+      return {};
+    }
+#endif
     PF_CHECK(variant_.gemm(context_, weights_.data(), input, static_cast<int>(outputs_), static_cast<int>(n),
                            static_cast<int>(int8_.k), acc_.data()),
              Code::kOutOfMemory, "gemmlowp backend: out of memory running ", n, " rows");
     return {};
   }
+
+#ifdef PATCHFUSE_SDOT_GEMM
+  struct SdotPart {
+    GemmlowpKernel* k;
+    const uint8_t* input;
+    size_t n, tiles, parts;
+    static void run(void* arg, int part) {
+      const auto& s = *static_cast<const SdotPart*>(arg);
+      const size_t p = static_cast<size_t>(part), first = std::min(s.n, s.tiles * p / s.parts * 4),
+                   last = std::min(s.n, s.tiles * (p + 1) / s.parts * 4);
+      const size_t k = static_cast<size_t>(s.k->int8_.k);
+      sdot_gemm_neon_dotprod(s.k->sdot_weights_.data(), s.k->sdot_start_.data(), static_cast<int>(s.k->outputs_),
+                             static_cast<int>(k), s.input + first * k, static_cast<int>(last - first),
+                             s.k->acc_.data() + first * s.k->outputs_);
+    }
+  };
+#endif
 
   struct Epilogue {
     const GemmlowpKernel* k;
@@ -146,7 +186,10 @@ class GemmlowpKernel final : public Kernel {
   const GemmlowpVariant& variant_;
   int threads_;
   size_t outputs_;
-  std::vector<uint8_t> weights_;  // [outputs, k], q + 128
+  std::vector<uint8_t> weights_;  // gemmlowp's: [outputs, k], q + 128
+  bool sdot_ = false;             // the SDOT kernel runs instead (dot-product cores)
+  std::vector<int8_t> sdot_weights_;
+  std::vector<int32_t> sdot_start_;
   std::vector<int32_t> acc_;
   GemmlowpContext* context_;
 };
