@@ -38,7 +38,7 @@ STAGES = [
 ]
 # The GEMM (--gemm): the libraries that compute it and libpatchfuse's functions that drive it.
 GEMM_LIBRARIES = ("libXNNPACK.so.0", "libpthreadpool.so.0")
-GEMM_FUNCTIONS = re.compile(r"gemmlowp|Gemmlowp|Xnnpack|xnnpack")
+GEMM_FUNCTIONS = re.compile(r"gemmlowp|Gemmlowp|Xnnpack|xnnpack|sdot_")
 # One-time work a session does at creation or on a new size (the resize's tables), not per frame:
 # neither priced nor held against the guard below.
 SETUP = re.compile(r"Resizer::create|build_tap_tables|pil_axis")

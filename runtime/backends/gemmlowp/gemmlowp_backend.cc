@@ -4,6 +4,9 @@
 
 #include <algorithm>
 #include <new>
+#if defined(__aarch64__)
+#include <arm_neon.h>
+#endif
 
 #include "runtime/backends/gemmlowp/gemmlowp_variant.h"
 #include "runtime/frames/weight_transforms.h"
@@ -174,10 +177,21 @@ class GemmlowpKernel final : public Kernel {
     static void run(void* arg, int part) {
       const auto& e = *static_cast<const Epilogue*>(arg);
       const size_t o_count = e.k->outputs_, p = static_cast<size_t>(part);
+      const Int8Weights& w = e.k->int8_;
       for (size_t i = e.n * p / e.parts; i < e.n * (p + 1) / e.parts; ++i) {
-        for (size_t o = 0; o < o_count; ++o) {
-          e.output[i * o_count + o] = int8_output(e.k->int8_, o, e.k->acc_[i * o_count + o]);
+        const int32_t* acc = e.k->acc_.data() + i * o_count;
+        float* out = e.output + i * o_count;
+        size_t o = 0;
+#if defined(__aarch64__)
+        // int8_output two outputs at a time, in float64x2: the same double operations, so the same
+        // bits (SCVTF is exact below 2^53, FCVTN rounds to nearest as the cast does). A sixth of the
+        // SDOT kernel's estimated time when it was scalar.
+        for (; o + 2 <= o_count; o += 2) {
+          const float64x2_t sum = vaddq_f64(vcvtq_f64_s64(vmovl_s32(vld1_s32(acc + o))), vcvt_f64_f32(vld1_f32(&w.bias[o])));
+          vst1_f32(out + o, vcvt_f32_f64(vmulq_f64(vcvt_f64_f32(vld1_f32(&w.scale[o])), sum)));
         }
+#endif
+        for (; o < o_count; ++o) out[o] = int8_output(w, o, acc[o]);
       }
     }
   };

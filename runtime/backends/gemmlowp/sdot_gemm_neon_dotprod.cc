@@ -18,8 +18,8 @@ int round_up(int v, int m) { return (v + m - 1) / m * m; }
 
 // Sums of 4 rows (a[i]: `depth` readable bytes each, depth a multiple of 16) by one block of 16
 // outputs, started from `start`, stored to out[i] (nullptr: a row past the end), `count` outputs.
-void tile(const int8_t* b, const uint8_t* const a[kRows], int depth, const int32_t* start, int32_t* const out[kRows],
-          int count) {
+void sdot_tile(const int8_t* b, const uint8_t* const a[kRows], int depth, const int32_t* start,
+               int32_t* const out[kRows], int count) {
   const int8x16_t flip = vdupq_n_s8(-128);
   int32x4_t c00 = vld1q_s32(start), c01 = vld1q_s32(start + 4), c02 = vld1q_s32(start + 8), c03 = vld1q_s32(start + 12);
   int32x4_t c10 = c00, c11 = c01, c12 = c02, c13 = c03;
@@ -108,14 +108,14 @@ void sdot_gemm_neon_dotprod(const int8_t* packed, const int32_t* start, int outp
       int32_t* out[kRows];
       for (int i = 0; i < kRows; ++i) out[i] = i < count ? acc + static_cast<size_t>(r + i) * static_cast<size_t>(outputs) + o : nullptr;
       if (whole == k) {
-        tile(b, a, whole, start + o, out, width);
+        sdot_tile(b, a, whole, start + o, out, width);
         continue;
       }
       // The whole 16-byte steps in place, then the last step from the copies, added.
       int32_t part[kRows][kOutputs];
       int32_t* parts[kRows] = {part[0], part[1], part[2], part[3]};
-      if (whole > 0) tile(b, a, whole, start + o, out, width);
-      tile(b + static_cast<size_t>(whole) * kOutputs, tails, kDepth, whole > 0 ? zeros : start + o, parts, kOutputs);
+      if (whole > 0) sdot_tile(b, a, whole, start + o, out, width);
+      sdot_tile(b + static_cast<size_t>(whole) * kOutputs, tails, kDepth, whole > 0 ? zeros : start + o, parts, kOutputs);
       for (int i = 0; i < count; ++i) {
         for (int j = 0; j < width; ++j) out[i][j] = (whole > 0 ? out[i][j] : 0) + part[i][j];
       }
