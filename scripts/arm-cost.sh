@@ -68,14 +68,17 @@ for arch in "${arches[@]}"; do
              # core: MIDR part and variant (the A55's r1, not r0, which XNNPACK treats as an A53)
              cores=(cortex-a55:0xd05:0x1 cortex-a76:0xd0b:0x4) arch_number=8
              features="fp asimd evtstrm aes pmull sha1 sha2 crc32 atomics fphp asimdhp cpuid asimdrdm lrcpc dcpop asimddp"
-             # precision:backend:the core's best instruction for it:MACs per instruction
-             gemms=("f32:xnnpack:fmla v{d}.4s, v16.4s, v17.4s:4" "f16:xnnpack:fmla v{d}.8h, v16.8h, v17.8h:8"
-                    "int8:gemmlowp:sdot v{d}.4s, v16.16b, v17.16b:16") mattr=+neon,+fullfp16,+dotprod ;;
+             # precision:backend:the core's instructions for it, vector and by element (the faster
+             # counts):MACs per instruction
+             gemms=("f32:xnnpack:fmla v{d}.4s, v0.4s, v1.4s|fmla v{d}.4s, v0.4s, v1.s[1]:4"
+                    "f16:xnnpack:fmla v{d}.8h, v0.8h, v1.8h|fmla v{d}.8h, v0.8h, v1.h[1]:8"
+                    "int8:gemmlowp:sdot v{d}.4s, v0.16b, v1.16b|sdot v{d}.4s, v0.16b, v1.4b[1]:16") mattr=+neon,+fullfp16,+dotprod ;;
     armhf) triple=arm-linux-gnueabihf qemu=qemu-arm mca=thumbv7a-linux-gnueabihf cpus=cortex-a57
            forms=(neon portable)
            cores=(cortex-a57:0xd07:0x1) arch_number=8
            features="half thumb fastmult vfp edsp neon vfpv3 tls vfpv4 idiva idivt vfpd32 lpae evtstrm"
-           gemms=("f32:xnnpack:vmla.f32 q{d}, q8, q9:4" "int8:gemmlowp:vmlal.u8 q{d}, d16, d17:8") mattr=+neon,+vfp4 ;;
+           gemms=("f32:xnnpack:vmla.f32 q{d}, q0, q1|vmla.f32 q{d}, q0, d2[1]:4" "int8:gemmlowp:vmlal.u8 q{d}, d0, d1:8")
+           mattr=+neon,+vfp4 ;;
     *) echo "usage: scripts/arm-cost.sh [aarch64|armhf]..." >&2; exit 2 ;;
   esac
   dir=build-$arch sysroot=build-$arch/sysroot

@@ -157,11 +157,17 @@ def cycles_per_block(blocks, triple, cpu, comment):
     return cycles
 
 
-def peak(triple, cpu, instruction, attrs):
-    """Cycles per instruction of 32 independent copies of `instruction` (`{d}` is the destination
-    register number; the sources are shared, so only throughput limits it)."""
-    registers = 8 if triple.startswith(("arm", "thumb")) else 16  # AArch32: q0-q7, the sources above
-    src = [instruction.format(d=d % registers) for d in range(32)]
+def peak(triple, cpu, instructions, attrs):
+    """Cycles per instruction of 32 independent copies of the fastest of `instructions` (forms
+    separated by "|"; `{d}` is the destination register number, the sources are shared, so only
+    throughput limits it)."""
+    return min(stream_cycles(triple, cpu, form, attrs) for form in instructions.split("|"))
+
+
+def stream_cycles(triple, cpu, instruction, attrs):
+    # Destinations above the sources: AArch32 q8-q15, AArch64 v16-v31.
+    registers = [f"{d}" for d in (range(8, 16) if triple.startswith(("arm", "thumb")) else range(16, 32))]
+    src = [instruction.format(d=registers[d % len(registers)]) for d in range(32)]
     r = subprocess.run(["llvm-mca", f"-mtriple={triple}", f"-mcpu={cpu}", "-iterations=200", f"-mattr={attrs}"],
                        input="\n".join(src) + "\n", capture_output=True, text=True)
     m = re.search(r"Instructions:\s+(\d+)\s+Total Cycles:\s+(\d+)", r.stdout)

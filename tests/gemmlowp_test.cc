@@ -119,8 +119,8 @@ TEST_F(Gemmlowp, IntegerSumsEqualTheReferenceBitForBit) {
 }
 
 #ifdef PATCHFUSE_SDOT_GEMM
-// The SDOT kernel on its own, against the sums in int64: k below, at and past 16 (the copied
-// tail), outputs past a block of 16, row counts that leave a partial tile of 4, and the extremes
+// The SDOT kernel on its own, against the sums in int64: k below, at and past 16 (rows read past
+// k), outputs past a block of 16, row counts that leave a partial tile of 4, and the extremes
 // (pixels 0 and 255 against weights -127 and 127) where a lossy or offset-wrong sum would show.
 TEST(SdotGemm, SumsEqualInt64SumsOnEdgeShapes) {
   if ((getauxval(AT_HWCAP) & HWCAP_ASIMDDP) == 0) GTEST_SKIP() << "this core has no dot product";
@@ -132,9 +132,11 @@ TEST(SdotGemm, SumsEqualInt64SumsOnEdgeShapes) {
       for (int n : {1, 3, 4, 5, 9}) {
         for (int extreme : {0, 1}) {
           std::vector<int8_t> q(static_cast<size_t>(outputs) * k);
-          std::vector<uint8_t> x(static_cast<size_t>(n) * k);
+          // 16 bytes after the last row, as the kernel's contract asks; not zeros, so that a weight
+          // past k that were not zero would show.
+          std::vector<uint8_t> x(static_cast<size_t>(n) * k + 16, 0xab);
           for (size_t i = 0; i < q.size(); ++i) q[i] = static_cast<int8_t>(extreme ? (i % 2 ? 127 : -127) : static_cast<int>(next() % 255) - 127);
-          for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<uint8_t>(extreme ? (i % 3 ? 255 : 0) : next());
+          for (size_t i = 0; i + 16 < x.size(); ++i) x[i] = static_cast<uint8_t>(extreme ? (i % 3 ? 255 : 0) : next());
           std::vector<int8_t> packed(sdot_packed_bytes_neon_dotprod(outputs, k));
           std::vector<int32_t> start((outputs + 15) / 16 * 16), acc(static_cast<size_t>(n) * outputs + 1, 12345);
           sdot_pack_neon_dotprod(q.data(), outputs, k, packed.data(), start.data());

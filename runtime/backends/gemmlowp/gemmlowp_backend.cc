@@ -117,6 +117,10 @@ class GemmlowpKernel final : public Kernel {
  private:
   GemmlowpKernel(const Int8Weights& w, const GemmlowpVariant& v, int threads)
       : int8_(w), variant_(v), threads_(threads), outputs_(w.scale.size()), context_(v.create(threads)) {
+#if defined(__aarch64__)
+    bias_f64_.assign(w.bias.begin(), w.bias.end());
+    scale_f64_.assign(w.scale.begin(), w.scale.end());
+#endif
 #ifdef PATCHFUSE_SDOT_GEMM
     sdot_ = simd_level() >= SimdLevel::kNeonDotprod;
     if (sdot_) {
@@ -162,13 +166,23 @@ class GemmlowpKernel final : public Kernel {
       const auto& s = *static_cast<const SdotPart*>(arg);
       const size_t p = static_cast<size_t>(part), first = std::min(s.n, s.tiles * p / s.parts * 4),
                    last = std::min(s.n, s.tiles * (p + 1) / s.parts * 4);
-      const size_t k = static_cast<size_t>(s.k->int8_.k);
-      sdot_gemm_neon_dotprod(s.k->sdot_weights_.data(), s.k->sdot_start_.data(), static_cast<int>(s.k->outputs_),
-                             static_cast<int>(k), s.input + first * k, static_cast<int>(last - first),
-                             s.k->acc_.data() + first * s.k->outputs_);
+      // The kernel reads each row as k rounded up to 16: the last tile comes from a padded copy.
+      const size_t k = static_cast<size_t>(s.k->int8_.k), tail = (s.n - 1) / 4 * 4, in_place = std::min(last, tail);
+      if (in_place > first) s.k->sdot_rows(s.input + first * k, first, in_place - first);
+      if (last == s.n) {
+        std::vector<uint8_t>& copy = s.k->sdot_tail_;
+        copy.assign((s.n - tail) * k + 16, 0);
+        std::copy(s.input + tail * k, s.input + s.n * k, copy.begin());
+        s.k->sdot_rows(copy.data(), tail, s.n - tail);
+      }
     }
   };
 #endif
+
+  void sdot_rows(const uint8_t* rows, size_t first, size_t n) {
+    sdot_gemm_neon_dotprod(sdot_weights_.data(), sdot_start_.data(), static_cast<int>(outputs_), static_cast<int>(int8_.k),
+                           rows, static_cast<int>(n), acc_.data() + first * outputs_);
+  }
 
   struct Epilogue {
     const GemmlowpKernel* k;
@@ -183,12 +197,17 @@ class GemmlowpKernel final : public Kernel {
         float* out = e.output + i * o_count;
         size_t o = 0;
 #if defined(__aarch64__)
-        // int8_output two outputs at a time, in float64x2: the same double operations, so the same
-        // bits (SCVTF is exact below 2^53, FCVTN rounds to nearest as the cast does). A sixth of the
-        // SDOT kernel's estimated time when it was scalar.
-        for (; o + 2 <= o_count; o += 2) {
-          const float64x2_t sum = vaddq_f64(vcvtq_f64_s64(vmovl_s32(vld1_s32(acc + o))), vcvt_f64_f32(vld1_f32(&w.bias[o])));
-          vst1_f32(out + o, vcvt_f32_f64(vmulq_f64(vcvt_f64_f32(vld1_f32(&w.scale[o])), sum)));
+        // int8_output four outputs at a time, in two float64x2: the same double operations, so the
+        // same bits (SCVTF is exact below 2^53, FCVTN rounds to nearest as the cast does), on the
+        // bias and scale widened once. Two chains, for an in-order core.
+        const double* bias = e.k->bias_f64_.data();
+        const double* scale = e.k->scale_f64_.data();
+        for (; o + 4 <= o_count; o += 4) {
+          const int32x4_t a = vld1q_s32(acc + o);
+          const float64x2_t lo = vaddq_f64(vcvtq_f64_s64(vmovl_s32(vget_low_s32(a))), vld1q_f64(bias + o));
+          const float64x2_t hi = vaddq_f64(vcvtq_f64_s64(vmovl_high_s32(a)), vld1q_f64(bias + o + 2));
+          vst1q_f32(out + o, vcvt_high_f32_f64(vcvt_f32_f64(vmulq_f64(vld1q_f64(scale + o), lo)),
+                                               vmulq_f64(vld1q_f64(scale + o + 2), hi)));
         }
 #endif
         for (; o < o_count; ++o) out[o] = int8_output(w, o, acc[o]);
@@ -201,9 +220,13 @@ class GemmlowpKernel final : public Kernel {
   int threads_;
   size_t outputs_;
   std::vector<uint8_t> weights_;  // gemmlowp's: [outputs, k], q + 128
+#if defined(__aarch64__)
+  std::vector<double> bias_f64_, scale_f64_;  // the epilogue's, widened once
+#endif
   bool sdot_ = false;             // the SDOT kernel runs instead (dot-product cores)
   std::vector<int8_t> sdot_weights_;
   std::vector<int32_t> sdot_start_;
+  std::vector<uint8_t> sdot_tail_;  // the last tile's rows, with 16 bytes after them
   std::vector<int32_t> acc_;
   GemmlowpContext* context_;
 };

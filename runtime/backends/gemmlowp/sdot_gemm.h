@@ -23,8 +23,10 @@ size_t sdot_packed_bytes_neon_dotprod(int outputs, int k);
 // Packs weights q [outputs, k] (row-major) into `packed` (sdot_packed_bytes_neon_dotprod bytes)
 // and writes each output's starting sum 128 * sum_k q into `start` (outputs rounded up to 16).
 void sdot_pack_neon_dotprod(const int8_t* q, int outputs, int k, int8_t* packed, int32_t* start);
-// acc[i][o] = sum_k rows[i][k] * q[o][k], exactly, for n rows [n, k] of uint8 (row-major, nothing
-// readable after them: the last k % 16 bytes of each row are read from a copy).
+// acc[i][o] = sum_k rows[i][k] * q[o][k], exactly, for n rows [n, k] of uint8, row-major. Each row
+// is read as k rounded up to 16 bytes (the weights past k are zero, so the next row's bytes do no
+// harm): the last row needs that many readable bytes, so the caller runs the last tile (rows from
+// n - 1 rounded down to 4) from a copy with 16 bytes after it.
 void sdot_gemm_neon_dotprod(const int8_t* packed, const int32_t* start, int outputs, int k, const uint8_t* rows, int n,
                             int32_t* acc);
 

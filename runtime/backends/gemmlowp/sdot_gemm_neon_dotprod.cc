@@ -58,6 +58,17 @@ void sdot_tile(const int8_t* b, const uint8_t* const a[kRows], int depth, const 
     PF_SDOT_STEP(3)
 #undef PF_SDOT_STEP
   }
+  int32_t* const o0 = out[0];
+  int32_t* const o1 = out[1];
+  int32_t* const o2 = out[2];
+  int32_t* const o3 = out[3];
+  if (count == kOutputs && o3 != nullptr) {  // the common case: a whole tile, stored in place
+    vst1q_s32(o0, c00), vst1q_s32(o0 + 4, c01), vst1q_s32(o0 + 8, c02), vst1q_s32(o0 + 12, c03);
+    vst1q_s32(o1, c10), vst1q_s32(o1 + 4, c11), vst1q_s32(o1 + 8, c12), vst1q_s32(o1 + 12, c13);
+    vst1q_s32(o2, c20), vst1q_s32(o2 + 4, c21), vst1q_s32(o2 + 8, c22), vst1q_s32(o2 + 12, c23);
+    vst1q_s32(o3, c30), vst1q_s32(o3 + 4, c31), vst1q_s32(o3 + 8, c32), vst1q_s32(o3 + 12, c33);
+    return;
+  }
   int32_t sums[kRows][kOutputs];
   vst1q_s32(sums[0], c00), vst1q_s32(sums[0] + 4, c01), vst1q_s32(sums[0] + 8, c02), vst1q_s32(sums[0] + 12, c03);
   vst1q_s32(sums[1], c10), vst1q_s32(sums[1] + 4, c11), vst1q_s32(sums[1] + 8, c12), vst1q_s32(sums[1] + 12, c13);
@@ -90,35 +101,18 @@ void sdot_pack_neon_dotprod(const int8_t* q, int outputs, int k, int8_t* packed,
   }
 }
 
-void sdot_gemm_neon_dotprod(const int8_t* packed, const int32_t* start, int outputs, int k, const uint8_t* rows, int n, int32_t* acc) {
-  const int depth = round_up(k, kDepth), whole = k / kDepth * kDepth;
-  static const int32_t zeros[kOutputs] = {};
+void sdot_gemm_neon_dotprod(const int8_t* packed, const int32_t* start, int outputs, int k, const uint8_t* rows, int n,
+                            int32_t* acc) {
+  const int depth = round_up(k, kDepth);
   for (int r = 0; r < n; r += kRows) {
     const int count = n - r < kRows ? n - r : kRows;
-    const uint8_t* a[kRows];
-    uint8_t tail[kRows][kDepth] = {};  // the last k % 16 bytes of each row (weights are zero past k)
-    const uint8_t* tails[kRows] = {tail[0], tail[1], tail[2], tail[3]};
-    for (int i = 0; i < kRows; ++i) {
-      a[i] = rows + static_cast<size_t>(r + (i < count ? i : count - 1)) * static_cast<size_t>(k);
-      std::memcpy(tail[i], a[i] + whole, static_cast<size_t>(k - whole));
-    }
+    const uint8_t* a[kRows];  // a partial tile repeats its last row
+    for (int i = 0; i < kRows; ++i) a[i] = rows + static_cast<size_t>(r + (i < count ? i : count - 1)) * static_cast<size_t>(k);
     for (int o = 0; o < outputs; o += kOutputs) {
-      const int width = outputs - o < kOutputs ? outputs - o : kOutputs;
-      const int8_t* b = packed + static_cast<size_t>(o) * static_cast<size_t>(depth);
       int32_t* out[kRows];
       for (int i = 0; i < kRows; ++i) out[i] = i < count ? acc + static_cast<size_t>(r + i) * static_cast<size_t>(outputs) + o : nullptr;
-      if (whole == k) {
-        sdot_tile(b, a, whole, start + o, out, width);
-        continue;
-      }
-      // The whole 16-byte steps in place, then the last step from the copies, added.
-      int32_t part[kRows][kOutputs];
-      int32_t* parts[kRows] = {part[0], part[1], part[2], part[3]};
-      if (whole > 0) sdot_tile(b, a, whole, start + o, out, width);
-      sdot_tile(b + static_cast<size_t>(whole) * kOutputs, tails, kDepth, whole > 0 ? zeros : start + o, parts, kOutputs);
-      for (int i = 0; i < count; ++i) {
-        for (int j = 0; j < width; ++j) out[i][j] = (whole > 0 ? out[i][j] : 0) + part[i][j];
-      }
+      sdot_tile(packed + static_cast<size_t>(o) * static_cast<size_t>(depth), a, depth, start + o, out,
+                outputs - o < kOutputs ? outputs - o : kOutputs);
     }
   }
 }
