@@ -158,6 +158,11 @@ class GemmlowpKernel final : public Kernel {
   }
 
 #ifdef PATCHFUSE_SDOT_GEMM
+  void sdot_rows(const uint8_t* rows, size_t first, size_t n) {
+    sdot_gemm_neon_dotprod(sdot_weights_.data(), sdot_start_.data(), static_cast<int>(outputs_), static_cast<int>(int8_.k),
+                           rows, static_cast<int>(n), acc_.data() + first * outputs_);
+  }
+
   struct SdotPart {
     GemmlowpKernel* k;
     const uint8_t* input;
@@ -179,10 +184,6 @@ class GemmlowpKernel final : public Kernel {
   };
 #endif
 
-  void sdot_rows(const uint8_t* rows, size_t first, size_t n) {
-    sdot_gemm_neon_dotprod(sdot_weights_.data(), sdot_start_.data(), static_cast<int>(outputs_), static_cast<int>(int8_.k),
-                           rows, static_cast<int>(n), acc_.data() + first * outputs_);
-  }
 
   struct Epilogue {
     const GemmlowpKernel* k;
@@ -224,9 +225,11 @@ class GemmlowpKernel final : public Kernel {
   std::vector<double> bias_f64_, scale_f64_;  // the epilogue's, widened once
 #endif
   bool sdot_ = false;             // the SDOT kernel runs instead (dot-product cores)
-  std::vector<int8_t> sdot_weights_;
+#ifdef PATCHFUSE_SDOT_GEMM
+  std::vector<int8_t> sdot_weights_;  // sdot_gemm.h's layout
   std::vector<int32_t> sdot_start_;
   std::vector<uint8_t> sdot_tail_;  // the last tile's rows, with 16 bytes after them
+#endif
   std::vector<int32_t> acc_;
   GemmlowpContext* context_;
 };
