@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <vector>
 
 namespace patchfuse {
 namespace {
@@ -15,6 +16,12 @@ float from_bits(uint32_t b) {
   float f;
   std::memcpy(&f, &b, 4);
   return f;
+}
+
+uint32_t bits(float f) {
+  uint32_t b;
+  std::memcpy(&b, &f, 4);
+  return b;
 }
 
 TEST(DType, NamesRoundTrip) {
@@ -90,6 +97,23 @@ TEST(DType, ConvertElementsCountsChangedValues) {
   EXPECT_EQ(back[0], 1.0f);
   EXPECT_EQ(back[2], 1.0f);
   EXPECT_EQ(back[3], 3.0f);
+}
+
+// convert_elements widens in a loop per source type; every bf16 and f16 bit pattern (NaN, Inf,
+// subnormals included) must come out as the scalar conversion's bits.
+TEST(DType, WideningMatchesTheScalarConversionForEveryBitPattern) {
+  std::vector<uint16_t> all(65536);
+  for (size_t i = 0; i < all.size(); ++i) all[i] = static_cast<uint16_t>(i);
+  std::vector<float> wide(all.size());
+  for (DType from : {DType::kBF16, DType::kF16}) {
+    ASSERT_EQ(convert_elements(reinterpret_cast<const uint8_t*>(all.data()), from, reinterpret_cast<uint8_t*>(wide.data()),
+                               DType::kF32, all.size()),
+              0u);
+    for (size_t i = 0; i < all.size(); ++i) {
+      const float want = from == DType::kBF16 ? bf16_to_f32(all[i]) : f16_to_f32(all[i]);
+      ASSERT_EQ(bits(wide[i]), bits(want)) << dtype_name(from) << " 0x" << std::hex << i;
+    }
+  }
 }
 
 }  // namespace

@@ -117,13 +117,38 @@ void store_f32_as(uint8_t* data, DType dtype, size_t i, float v) {
   }
 }
 
+// One loop per source type, the type chosen once: through load_as_f32's switch per element the
+// widening of a 1280 x 1176 bf16 module took a third of an int8 session's creation. bf16 is the
+// top half of an f32, so its loop is a shift the compiler vectorizes.
+static void widen_to_f32(const uint8_t* src, DType from, uint8_t* dst, size_t count) {
+  switch (from) {
+    case DType::kF32: std::memcpy(dst, src, count * 4); return;
+    case DType::kF16:
+      for (size_t i = 0; i < count; ++i) {
+        uint16_t h;
+        std::memcpy(&h, src + 2 * i, 2);
+        const float v = f16_to_f32(h);
+        std::memcpy(dst + 4 * i, &v, 4);
+      }
+      return;
+    case DType::kBF16:
+      for (size_t i = 0; i < count; ++i) {
+        uint16_t h;
+        std::memcpy(&h, src + 2 * i, 2);
+        const uint32_t bits = uint32_t{h} << 16;
+        std::memcpy(dst + 4 * i, &bits, 4);
+      }
+      return;
+  }
+}
+
 size_t convert_elements(const uint8_t* src, DType from, uint8_t* dst, DType to, size_t count) {
   if (from == to) {
     std::memcpy(dst, src, count * dtype_size(from));
     return 0;
   }
   if (to == DType::kF32) {  // widening is exact: no rounding to count
-    for (size_t i = 0; i < count; ++i) store_f32_as(dst, to, i, load_as_f32(src, from, i));
+    widen_to_f32(src, from, dst, count);
     return 0;
   }
   // Every path goes through f32, which holds f16 and bf16 exactly, so there is a single rounding.
