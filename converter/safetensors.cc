@@ -67,7 +67,7 @@ static Result<SafetensorsEntry> parse_entry(const std::string& file, const std::
 }
 
 Result<SafetensorsFile> SafetensorsFile::open(const std::string& path) {
-  PF_ASSIGN_OR_RETURN(MappedFile file, MappedFile::open(path));
+  PF_ASSIGN_OR_RETURN(MappedFile file, MappedFile::open(path, MappedFile::Reading::kParts));
   const uint64_t size = file.size();
   PF_CHECK(size >= 8, Code::kInvalidModel, path, ": truncated safetensors file (", size,
            " bytes); it must start with an 8-byte header length");

@@ -11,7 +11,7 @@
 
 namespace patchfuse {
 
-Result<MappedFile> MappedFile::open(const std::string& path) {
+Result<MappedFile> MappedFile::open(const std::string& path, Reading reading) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   PF_CHECK(fd >= 0, Code::kIoError, path, ": cannot open: ", std::strerror(errno));
   struct stat st {};
@@ -26,7 +26,7 @@ Result<MappedFile> MappedFile::open(const std::string& path) {
   const size_t size = static_cast<size_t>(st.st_size);
   const uint8_t* data = nullptr;
   if (size > 0) {
-    void* p = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
+    void* p = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE | (reading == Reading::kWhole ? MAP_POPULATE : 0), fd, 0);
     if (p == MAP_FAILED) {
       const int err = errno;
       ::close(fd);

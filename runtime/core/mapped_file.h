@@ -1,5 +1,8 @@
 // A read-only memory map of a whole file. The runtime opens .pfb models through it (zero-copy) and
 // the converter reads safetensors shards through it, touching only the pages it needs.
+// A file read whole (a model, the weights cache) is mapped in one go at open (MAP_POPULATE): its
+// weights are all read at session creation, and page by page the mapping took twice as long
+// (2.9 MB: 1.5 ms against 0.8 ms, here). A checkpoint shard is not: it can be gigabytes.
 #pragma once
 
 #include <cstddef>
@@ -12,7 +15,8 @@ namespace patchfuse {
 
 class MappedFile {
  public:
-  static Result<MappedFile> open(const std::string& path);
+  enum class Reading { kParts, kWhole };
+  static Result<MappedFile> open(const std::string& path, Reading reading);
 
   MappedFile(MappedFile&& other) noexcept;
   MappedFile& operator=(MappedFile&& other) noexcept;

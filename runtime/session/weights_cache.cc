@@ -71,7 +71,7 @@ std::string WeightsCache::load() {
   if (::stat(path_.c_str(), &st) != 0) {
     return errno == ENOENT ? "no cache file" : cat("cannot read ", path_, ": ", std::strerror(errno));
   }
-  auto mapped = MappedFile::open(path_);
+  auto mapped = MappedFile::open(path_, MappedFile::Reading::kWhole);
   if (!mapped.ok()) return mapped.error().message;
   maps_.push_back(std::move(*mapped));
   const MappedFile& f = maps_.back();
