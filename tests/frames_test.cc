@@ -367,6 +367,58 @@ TEST(Int8Quantization, BiasCancelsTheCentringExactly) {
   }
 }
 
+// The quantized weights are rounded half to even, as torch.round and std::nearbyint do. With the
+// channel's largest weight at 127 / 256 the scale is exactly 1, so the others land on the ties.
+TEST(Int8Quantization, RoundsHalfToEven) {
+  FoldedWeights f;
+  const std::vector<float> halves{0.5f, 1.5f, 2.5f, 3.5f, -0.5f, -2.5f, -3.5f, 126.5f};
+  f.k = static_cast<int64_t>(halves.size()) + 1;
+  f.weight.push_back(127.0f / kPixelScale);
+  for (float h : halves) f.weight.push_back(h / kPixelScale);
+  f.bias = {0.0f};
+  const Int8Weights q = quantize_int8(f, 127);
+  ASSERT_EQ(q.scale[0], 1.0f);
+  const std::vector<int> want{127, 0, 2, 2, 4, 0, -2, -4, 126};
+  for (size_t j = 0; j < want.size(); ++j) EXPECT_EQ(q.weight[j], want[j]) << "weight " << j;
+}
+
+// Quantizing from the fold channel by channel (what int8 sessions do, without the f32 rows) gives
+// the bytes, scales and biases of quantizing the whole fold, for still images and videos, both
+// weight widths, bf16 and f32 models.
+TEST(Int8Quantization, ChannelByChannelEqualsTheWholeFold) {
+  const int64_t out = 7, channels = 3, frames = 2, pixels = 4 * 4, k = channels * frames * pixels;
+  std::vector<float> w32 = testing::random_floats(static_cast<size_t>(out * k), 31), b32 = testing::random_floats(out, 32);
+  std::vector<uint16_t> w16(w32.size()), b16(b32.size());
+  for (size_t i = 0; i < w32.size(); ++i) w16[i] = f32_to_bf16(w32[i]);
+  for (size_t i = 0; i < b32.size(); ++i) b16[i] = f32_to_bf16(b32[i]);
+  Preprocessing p;
+  p.mean = {0.48f, 0.46f, 0.41f};
+  p.std = {0.27f, 0.26f, 0.28f};
+  p.patch_size = 4;
+  p.temporal_patch_size = frames;
+  for (DType dtype : {DType::kF32, DType::kBF16}) {
+    ConvWeights m;
+    m.dtype = m.bias_dtype = dtype;
+    m.weight = dtype == DType::kF32 ? reinterpret_cast<const uint8_t*>(w32.data()) : reinterpret_cast<const uint8_t*>(w16.data());
+    m.bias = dtype == DType::kF32 ? reinterpret_cast<const uint8_t*>(b32.data()) : reinterpret_cast<const uint8_t*>(b16.data());
+    m.embed_dim = out;
+    m.channels = channels;
+    m.frames = frames;
+    m.pixels = pixels;
+    for (bool still : {true, false}) {
+      for (int max_q : {127, 63}) {
+        SCOPED_TRACE(cat(dtype_name(dtype), still ? " still" : " video", " max_q ", max_q));
+        const Int8Weights whole = quantize_int8(fold_normalization(m, p, still), max_q);
+        const Int8Weights rows = quantize_int8(m, p, still, max_q);
+        EXPECT_EQ(rows.k, whole.k);
+        EXPECT_EQ(rows.weight, whole.weight);
+        EXPECT_EQ(rows.scale, whole.scale);
+        EXPECT_EQ(rows.bias, whole.bias);
+      }
+    }
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Presets, FramesTest, ::testing::Values("qwen2_vl", "qwen3_vl"));
 
 // A model converted without preprocessor_config.json takes pixel_values only; the frames API says why.

@@ -28,7 +28,7 @@ const char* precision_name(Precision p);
 // its weight bytes are both the fused [embed_dim, patch_volume] matrix and the conv
 // [embed_dim, C, kt, kh, kw] tensor: only the view differs.
 struct KernelRequest {
-  const ModuleView* module = nullptr;  // outlives the kernel
+  const ModuleView* module = nullptr;  // read while the kernel is created: keep a copy of what it needs
   bool fused = true;                   // GEMM, or the backend's convolution on the conv view
   Precision precision = Precision::kF32;
   int threads = 1;

@@ -38,6 +38,25 @@ struct FoldedWeights {
 // The module's geometry must have passed check_preprocessing(p).
 FoldedWeights fold_normalization(const ConvWeights& m, const Preprocessing& p, bool still);
 
+// The same fold one output channel at a time, for callers that need another form of the rows
+// (quantize_int8 below) and should not hold all of them in f32: 3 MB of fresh pages for a
+// Qwen2-VL still kernel, most of an int8 session's creation.
+class NormalizationFold {
+ public:
+  NormalizationFold(const ConvWeights& m, const Preprocessing& p, bool still);
+  int64_t k() const { return k_; }
+  // Channel o's folded row (k() values, each rounded to f32 once) into `row`; returns b'[o].
+  float channel(int64_t o, float* row);
+
+ private:
+  ConvWeights m_;
+  bool still_;
+  int64_t k_;
+  std::vector<double> scale_, offset_;  // per input channel
+  std::vector<float> widened_;          // the model's row in f32
+  std::vector<double> acc_;             // the folded row before rounding
+};
+
 // int8 on uint8 frames: the pixels need no quantization, so only the weights lose precision.
 // For the raw u8 the kernel then gets, W'' = W' / 256 is quantized symmetrically per output
 // channel to `max_q` levels each side (127, or 63 for kernels that add u8 x s8 pairs in int16:
@@ -55,6 +74,9 @@ struct Int8Weights {
   std::vector<float> bias;     // [embed_dim], accumulator units
 };
 Int8Weights quantize_int8(const FoldedWeights& f, int max_q = 127);
+// The same from the fold channel by channel: the quantized weights of fold_normalization(m, p,
+// still), bit for bit, without its f32 rows.
+Int8Weights quantize_int8(const ConvWeights& m, const Preprocessing& p, bool still, int max_q = 127);
 
 // Output o from its exact integer sum: scale * (acc + bias) in double, rounded to f32 once. The
 // backends whose sums are exact int32 (reference, gemmlowp) apply this, so they agree bit for bit.

@@ -117,16 +117,15 @@ class Session {
   Session() = default;
   // Folded weights viewed as a fused module of kernel (1 or T, P, P), and the kernel packed from it.
   struct FramesKernel {
-    FoldedWeights folded;
-    Int8Weights int8;  // int8 sessions only
-    ModuleView view;
+    int64_t k = 0;      // row length: C*P*P (still image) or C*T*P*P (video)
+    Int8Weights int8;   // int8 sessions only: the kernel reads it
     std::unique_ptr<Kernel> kernel;
   };
   // A kernel is made from the weights cache's entry when one verifies and fits, else derived and
   // packed, and then stored in the cache (when the session has one).
   Result<FramesKernel*> frames_kernel(bool still);
   Result<Kernel*> rows_kernel();  // the pixel_values kernel, packed on first use
-  bool frames_kernel_from(FramesKernel& k, const std::vector<CacheBlob>& blobs);  // false: does not fit
+  bool frames_kernel_from(FramesKernel& k, ModuleView& v, const std::vector<CacheBlob>& blobs);  // false: does not fit
   std::string cache_scope() const;
   void report_cache(const std::string& kind, const std::string& what);
   // Stores `blobs` and the kernel's packed weights (when it exports them) as `kind`.

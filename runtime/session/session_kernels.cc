@@ -120,13 +120,12 @@ Result<Kernel*> Session::make_rows_kernel() {
   return kernel_.get();
 }
 
-bool Session::frames_kernel_from(FramesKernel& k, const std::vector<CacheBlob>& blobs) {
+bool Session::frames_kernel_from(FramesKernel& k, ModuleView& v, const std::vector<CacheBlob>& blobs) {
   const bool int8 = precision_ == Precision::kInt8;
-  const auto out = static_cast<size_t>(module_.geometry.embed_dim), values = out * static_cast<size_t>(k.folded.k);
+  const auto out = static_cast<size_t>(module_.geometry.embed_dim), values = out * static_cast<size_t>(k.k);
   const CacheBlob* packed = blob_named(blobs, "packed");
   const CacheBlob* weight = blob_named(blobs, int8 ? "int8_weight" : "weight");
   if (packed == nullptr && (weight == nullptr || weight->size != values * (int8 ? 1 : sizeof(float)))) return false;
-  ModuleView& v = k.view;
   if (packed == nullptr) {
     v.weight.data = weight->data;
     v.weight.bytes = weight->size;
@@ -135,10 +134,9 @@ bool Session::frames_kernel_from(FramesKernel& k, const std::vector<CacheBlob>& 
     auto scale = blob_vector<float>(blob_named(blobs, "int8_scale"), out);
     auto bias = blob_vector<float>(blob_named(blobs, "int8_bias"), out);
     if (!scale || !bias) return false;
-    k.int8.k = k.folded.k;
+    k.int8.k = k.k;
     k.int8.scale = std::move(*scale);
     k.int8.bias = std::move(*bias);
-    v.bias.reset();  // int8 kernels take their bias from Int8Weights; the folded one is not kept
     if (packed == nullptr) k.int8.weight.assign(weight->data, weight->data + weight->size);
   } else {
     const CacheBlob* bias = blob_named(blobs, "bias");
@@ -164,45 +162,47 @@ Result<Session::FramesKernel*> Session::make_frames_kernel(bool still) {
   const char* kind = still ? "still" : "video";
   auto k = std::make_unique<FramesKernel>();
   const ConvGeometry& g = module_.geometry;
-  k->folded.k = g.in_channels * (still ? 1 : g.kernel[0]) * g.kernel[1] * g.kernel[2];
-  ModuleView& v = k->view;
+  k->k = g.in_channels * (still ? 1 : g.kernel[0]) * g.kernel[1] * g.kernel[2];
+  const bool int8 = precision_ == Precision::kInt8;
+  // The kernel's module: the folded [O, k] f32 weights and bias (int8 kernels take theirs from
+  // k->int8), pointed at below. Backends only read it while they create the kernel.
+  ModuleView v;
   v.path = module_.path;
   v.family = module_.family;
   v.geometry = g;
   if (still) v.geometry.kernel[0] = v.geometry.stride[0] = 1;
-  v.patch_volume = k->folded.k;
+  v.patch_volume = k->k;
   v.dtype = v.source_dtype = DType::kF32;
-  v.weight = {module_.weight.name, {g.embed_dim, k->folded.k}, DType::kF32, nullptr, 0};
-  v.bias = TensorView{module_.path + ".bias", {g.embed_dim}, DType::kF32, nullptr, 0};
-  const bool int8 = precision_ == Precision::kInt8;
+  v.weight = {module_.weight.name, {g.embed_dim, k->k}, DType::kF32, nullptr, 0};
+  if (!int8) v.bias = TensorView{module_.path + ".bias", {g.embed_dim}, DType::kF32, nullptr, 0};
   std::string why;
   if (cache_) {
     const auto found = cache_->find(kind, &why);
-    if (found && frames_kernel_from(*k, *found)) {
+    if (found && frames_kernel_from(*k, v, *found)) {
       report_cache(kind, "loaded");
       slot = std::move(k);
       return slot.get();
     }
     if (found) why = "rebuilt: the entry does not fit this kernel";
   }
-  k->folded = fold_normalization(conv_weights(module_), p, still);
-  v.weight.data = reinterpret_cast<const uint8_t*>(k->folded.weight.data());
-  v.weight.bytes = k->folded.weight.size() * sizeof(float);
-  v.bias->data = reinterpret_cast<const uint8_t*>(k->folded.bias.data());
-  v.bias->bytes = k->folded.bias.size() * sizeof(float);
-  if (int8) k->int8 = quantize_int8(k->folded, backend_->int8_weight_max(nullptr));
-  PF_ASSIGN_OR_RETURN(k->kernel, create_kernel(v, int8 ? &k->int8 : nullptr));
+  std::vector<CacheBlob> blobs;  // what the kernel was made from, for the cache
+  FoldedWeights folded;          // f32 and bf16: freed once packed
+  if (int8) {
+    k->int8 = quantize_int8(conv_weights(module_), p, still, backend_->int8_weight_max(nullptr));
+    PF_ASSIGN_OR_RETURN(k->kernel, create_kernel(v, &k->int8));
+    blobs = {blob_of("int8_scale", k->int8.scale), blob_of("int8_bias", k->int8.bias), blob_of("int8_weight", k->int8.weight)};
+  } else {
+    folded = fold_normalization(conv_weights(module_), p, still);
+    v.weight.data = reinterpret_cast<const uint8_t*>(folded.weight.data());
+    v.weight.bytes = folded.weight.size() * sizeof(float);
+    v.bias->data = reinterpret_cast<const uint8_t*>(folded.bias.data());
+    v.bias->bytes = folded.bias.size() * sizeof(float);
+    PF_ASSIGN_OR_RETURN(k->kernel, create_kernel(v));
+    blobs = {blob_of("bias", folded.bias), blob_of("weight", folded.weight)};
+  }
   if (cache_) {
-    // What the kernel was made from, but where the backend's packed bytes replace it.
-    std::vector<CacheBlob> blobs;
-    const bool packs = k->kernel->packed_weights().first != nullptr;
-    if (int8) {
-      blobs = {blob_of("int8_scale", k->int8.scale), blob_of("int8_bias", k->int8.bias)};
-      if (!packs) blobs.push_back(blob_of("int8_weight", k->int8.weight));
-    } else {
-      blobs = {blob_of("bias", k->folded.bias)};
-      if (!packs) blobs.push_back(blob_of("weight", k->folded.weight));
-    }
+    // The backend's packed bytes replace the weights they were packed from.
+    if (k->kernel->packed_weights().first != nullptr) blobs.pop_back();
     store_in_cache(kind, why, std::move(blobs), *k->kernel);
   }
   slot = std::move(k);

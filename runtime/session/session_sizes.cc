@@ -50,7 +50,7 @@ size_t Session::row_value_bytes(const FramesKernel& k) const {
 
 int64_t Session::chunk_blocks(const FramesKernel& k, const FrameGrid& g) const {
   const int64_t blocks = gather_block_count(g, *module_.preprocessing), blocks_per_t = blocks / g.t;
-  const size_t block_bytes = static_cast<size_t>(g.rows() / blocks * k.folded.k) * row_value_bytes(k);
+  const size_t block_bytes = static_cast<size_t>(g.rows() / blocks * k.k) * row_value_bytes(k);
   return static_cast<int64_t>(std::clamp<size_t>(kChunkBytes / block_bytes, 1, static_cast<size_t>(blocks_per_t)));
 }
 
