@@ -24,6 +24,16 @@ enum class Precision { kF32, kBF16, kF16, kInt8 };  // kInt8: frames only (uint8
 const char* backend_id_name(BackendId id);
 const char* precision_name(Precision p);
 
+// A frames kernel's weights: the model's, folded into the normalization (NormalizationFold in
+// frames/weight_transforms.h), made a block of output channels at a time: rows [first, first +
+// count) into `weight` (count x patch_volume f32) and their biases into `bias`. A backend packs
+// them block by block, so no f32 copy of the whole [O, K] matrix is made beside its packed one
+// (3 MB of fresh pages for Qwen2-VL, most of a bf16 session's creation). Each row once, any order.
+using FoldedRows = std::function<void(int64_t first, int64_t count, float* weight, float* bias)>;
+// Output channels a backend asks the fold for at a time: a multiple of every oneDNN layout's
+// output block seen (BA16a64b2a bf16, BA16a64b f32), 150 KB of f32 at K = 588.
+constexpr int64_t kFoldedBlock = 64;
+
 // What a session asks a backend to build. The module's geometry has passed the fusion rules, so
 // its weight bytes are both the fused [embed_dim, patch_volume] matrix and the conv
 // [embed_dim, C, kt, kh, kw] tensor: only the view differs.
@@ -40,6 +50,9 @@ struct KernelRequest {
   // take them, or finds them the wrong size, fails creation (the session then packs afresh).
   const uint8_t* packed = nullptr;
   size_t packed_size = 0;
+  // Frames kernels in f32, bf16 and f16: the weights and bias come from here, and the module's
+  // weight and bias views (which then have no data) give their shapes only.
+  const FoldedRows* folded = nullptr;
 };
 
 class Kernel {
@@ -104,6 +117,10 @@ const Backend* find_backend(BackendId id);  // nullptr when not built
 
 // Shared by the backends: a weight or bias tensor in the dtype a kernel packs from.
 std::vector<float> tensor_as_f32(const TensorView& t);
-std::vector<uint16_t> tensor_as_16bit(const TensorView& t, DType to);  // to: kF16 or kBF16
+// The request's [O, K] weights as T (float, or uint16_t holding `to`: kF16 or kBF16) and its bias
+// into `bias` (empty: none), from the module's tensors or, a block at a time, the folded rows: for
+// backends that need the whole matrix before they pack it.
+template <class T>
+std::vector<T> request_weights(const KernelRequest& r, DType to, std::vector<T>* bias);
 
 }  // namespace patchfuse

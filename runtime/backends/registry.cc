@@ -2,6 +2,9 @@
 // one line here.
 #include "runtime/backends/backend.h"
 
+#include <algorithm>
+#include <type_traits>
+
 #include "runtime/backends/reference/reference_backend.h"
 #ifdef PATCHFUSE_WITH_ONEDNN
 #include "runtime/backends/onednn/onednn_backend.h"
@@ -65,11 +68,38 @@ std::vector<float> tensor_as_f32(const TensorView& t) {
   return out;
 }
 
-std::vector<uint16_t> tensor_as_16bit(const TensorView& t, DType to) {
-  const size_t n = t.bytes / dtype_size(t.dtype);
-  std::vector<uint16_t> out(n);
-  convert_elements(t.data, t.dtype, reinterpret_cast<uint8_t*>(out.data()), to, n);
-  return out;
+
+template <class T>
+std::vector<T> request_weights(const KernelRequest& r, DType to, std::vector<T>* bias) {
+  static_assert(std::is_same_v<T, float> || std::is_same_v<T, uint16_t>);
+  const ModuleView& m = *r.module;
+  const auto out = static_cast<size_t>(m.geometry.embed_dim), k = static_cast<size_t>(m.patch_volume);
+  std::vector<T> w(out * k);
+  auto bytes = [](T* p) { return reinterpret_cast<uint8_t*>(p); };
+  if (r.folded == nullptr) {
+    convert_elements(m.weight.data, m.weight.dtype, bytes(w.data()), to, w.size());
+    bias->clear();
+    if (m.bias) {
+      bias->resize(out);
+      convert_elements(m.bias->data, m.bias->dtype, bytes(bias->data()), to, out);
+    }
+    return w;
+  }
+  bias->resize(out);
+  if constexpr (std::is_same_v<T, float>) {
+    (*r.folded)(0, static_cast<int64_t>(out), w.data(), bias->data());
+  } else {  // a block of f32 rows at a time, narrowed into place
+    std::vector<float> rows(static_cast<size_t>(kFoldedBlock) * k), b(static_cast<size_t>(kFoldedBlock));
+    for (size_t o = 0; o < out; o += static_cast<size_t>(kFoldedBlock)) {
+      const size_t n = std::min(out - o, static_cast<size_t>(kFoldedBlock));
+      (*r.folded)(static_cast<int64_t>(o), static_cast<int64_t>(n), rows.data(), b.data());
+      convert_elements(reinterpret_cast<const uint8_t*>(rows.data()), DType::kF32, bytes(&w[o * k]), to, n * k);
+      convert_elements(reinterpret_cast<const uint8_t*>(b.data()), DType::kF32, bytes(&(*bias)[o]), to, n);
+    }
+  }
+  return w;
 }
+template std::vector<float> request_weights(const KernelRequest&, DType, std::vector<float>*);
+template std::vector<uint16_t> request_weights(const KernelRequest&, DType, std::vector<uint16_t>*);
 
 }  // namespace patchfuse

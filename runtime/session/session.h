@@ -192,7 +192,7 @@ class Session {
   size_t band_rows(const FramesKernel& k, const FrameGrid& grid) const;
   size_t resized_frames(size_t t) const;  // frames of t images resized at a time: temporal_patch_size, 1 for a still image
   Result<std::unique_ptr<Kernel>> create_kernel(const ModuleView& module, const Int8Weights* int8 = nullptr,
-                                                const CacheBlob* packed = nullptr) const;
+                                                const CacheBlob* packed = nullptr, const FoldedRows* folded = nullptr) const;
   // The kernel packed at creation: the still image's, or the pixel_values rows' for a model without preprocessing.
   const Kernel& main_kernel() const { return still_ ? *still_->kernel : *kernel_; }
   Kernel& main_kernel() { return still_ ? *still_->kernel : *kernel_; }

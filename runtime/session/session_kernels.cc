@@ -11,13 +11,14 @@
 namespace patchfuse {
 
 Result<std::unique_ptr<Kernel>> Session::create_kernel(const ModuleView& module, const Int8Weights* int8,
-                                                       const CacheBlob* packed) const {
+                                                       const CacheBlob* packed, const FoldedRows* folded) const {
   KernelRequest request;
   request.module = &module;
   request.fused = fused_;
   request.precision = precision_;
   request.threads = threads_;
   request.int8 = int8;
+  request.folded = folded;
   if (packed != nullptr) {
     request.packed = packed->data;
     request.packed_size = packed->size;
@@ -164,8 +165,8 @@ Result<Session::FramesKernel*> Session::make_frames_kernel(bool still) {
   const ConvGeometry& g = module_.geometry;
   k->k = g.in_channels * (still ? 1 : g.kernel[0]) * g.kernel[1] * g.kernel[2];
   const bool int8 = precision_ == Precision::kInt8;
-  // The kernel's module: the folded [O, k] f32 weights and bias (int8 kernels take theirs from
-  // k->int8), pointed at below. Backends only read it while they create the kernel.
+  // The kernel's module: the shapes of the folded [O, k] f32 weights and bias, whose values come
+  // from the cache's entry, the fold (KernelRequest::folded) or, in int8, k->int8.
   ModuleView v;
   v.path = module_.path;
   v.family = module_.family;
@@ -185,25 +186,35 @@ Result<Session::FramesKernel*> Session::make_frames_kernel(bool still) {
     }
     if (found) why = "rebuilt: the entry does not fit this kernel";
   }
-  std::vector<CacheBlob> blobs;  // what the kernel was made from, for the cache
-  FoldedWeights folded;          // f32 and bf16: freed once packed
   if (int8) {
     k->int8 = quantize_int8(conv_weights(module_), p, still, backend_->int8_weight_max(nullptr));
     PF_ASSIGN_OR_RETURN(k->kernel, create_kernel(v, &k->int8));
-    blobs = {blob_of("int8_scale", k->int8.scale), blob_of("int8_bias", k->int8.bias), blob_of("int8_weight", k->int8.weight)};
+    if (cache_) {  // the backend's packed bytes, where it has them, replace the int8 weights
+      std::vector<CacheBlob> blobs{blob_of("int8_scale", k->int8.scale), blob_of("int8_bias", k->int8.bias)};
+      if (k->kernel->packed_weights().first == nullptr) blobs.push_back(blob_of("int8_weight", k->int8.weight));
+      store_in_cache(kind, why, std::move(blobs), *k->kernel);
+    }
   } else {
-    folded = fold_normalization(conv_weights(module_), p, still);
-    v.weight.data = reinterpret_cast<const uint8_t*>(folded.weight.data());
-    v.weight.bytes = folded.weight.size() * sizeof(float);
-    v.bias->data = reinterpret_cast<const uint8_t*>(folded.bias.data());
-    v.bias->bytes = folded.bias.size() * sizeof(float);
-    PF_ASSIGN_OR_RETURN(k->kernel, create_kernel(v));
-    blobs = {blob_of("bias", folded.bias), blob_of("weight", folded.weight)};
-  }
-  if (cache_) {
-    // The backend's packed bytes replace the weights they were packed from.
-    if (k->kernel->packed_weights().first != nullptr) blobs.pop_back();
-    store_in_cache(kind, why, std::move(blobs), *k->kernel);
+    // The backend asks the fold for its rows a block at a time (FoldedRows); their biases are kept
+    // for the cache.
+    NormalizationFold fold(conv_weights(module_), p, still);
+    std::vector<float> bias(static_cast<size_t>(g.embed_dim));
+    const int64_t row = k->k;
+    const FoldedRows rows = [&](int64_t first, int64_t count, float* weight, float* b) {
+      for (int64_t i = 0; i < count; ++i) b[i] = bias[static_cast<size_t>(first + i)] = fold.channel(first + i, weight + i * row);
+    };
+    PF_ASSIGN_OR_RETURN(k->kernel, create_kernel(v, nullptr, nullptr, &rows));
+    if (cache_) {
+      // Where the backend cannot give its packed bytes back, the file keeps the folded weights,
+      // folded again for it (once: later sessions load them).
+      std::vector<CacheBlob> blobs{blob_of("bias", bias)};
+      FoldedWeights folded;
+      if (k->kernel->packed_weights().first == nullptr) {
+        folded = fold_normalization(conv_weights(module_), p, still);
+        blobs.push_back(blob_of("weight", folded.weight));
+      }
+      store_in_cache(kind, why, std::move(blobs), *k->kernel);
+    }
   }
   slot = std::move(k);
   return slot.get();

@@ -14,9 +14,11 @@ class ReferenceKernel final : public Kernel {
         fused_(r.fused),
         k_(static_cast<size_t>(r.module->patch_volume)),
         out_(static_cast<size_t>(g_.embed_dim)),
-        weight_(r.int8 ? std::vector<float>() : tensor_as_f32(r.module->weight)),
-        bias_(r.module->bias ? tensor_as_f32(*r.module->bias) : std::vector<float>(out_, 0.0f)),
-        int8_(r.int8) {}
+        int8_(r.int8) {
+    if (int8_ != nullptr) return;
+    weight_ = request_weights<float>(r, DType::kF32, &bias_);
+    if (bias_.empty()) bias_.assign(out_, 0.0f);
+  }
 
   Status run(const float* input, size_t n, float* output) override {
     for (size_t i = 0; i < n; ++i) {

@@ -182,8 +182,8 @@ class XnnpackKernel final : public Kernel {
     if (threads_ > 1) pool_.reset(pthreadpool_create(static_cast<size_t>(threads_)));
     xnn_operator_t op = nullptr;
     if (fused_ && f16_) {
-      const std::vector<uint16_t> w = tensor_as_16bit(r.module->weight, DType::kF16);
-      const std::vector<uint16_t> b = r.module->bias ? tensor_as_16bit(*r.module->bias, DType::kF16) : std::vector<uint16_t>();
+      std::vector<uint16_t> b;
+      const std::vector<uint16_t> w = request_weights<uint16_t>(r, DType::kF16, &b);
       XNN_CHECK(xnn_create_fully_connected_nc_f16(k_, out_, k_, out_, w.data(), b.empty() ? nullptr : b.data(), -INFINITY,
                                                   INFINITY, 0, &op),
                 "create fully-connected f16 ", k_, " -> ", out_);
@@ -194,8 +194,8 @@ class XnnpackKernel final : public Kernel {
       to_f32_.reset(op);
       return {};
     }
-    const std::vector<float> b = r.module->bias ? tensor_as_f32(*r.module->bias) : std::vector<float>();
-    std::vector<float> w = tensor_as_f32(r.module->weight);
+    std::vector<float> b;
+    const std::vector<float> w = request_weights<float>(r, DType::kF32, &b);
     if (fused_) {
       XNN_CHECK(xnn_create_fully_connected_nc_f32(k_, out_, k_, out_, w.data(), b.empty() ? nullptr : b.data(), -INFINITY,
                                                   INFINITY, 0, &op),
