@@ -127,10 +127,6 @@ bool Session::frames_kernel_from(FramesKernel& k, ModuleView& v, const std::vect
   const CacheBlob* packed = blob_named(blobs, "packed");
   const CacheBlob* weight = blob_named(blobs, int8 ? "int8_weight" : "weight");
   if (packed == nullptr && (weight == nullptr || weight->size != values * (int8 ? 1 : sizeof(float)))) return false;
-  if (packed == nullptr) {
-    v.weight.data = weight->data;
-    v.weight.bytes = weight->size;
-  }
   if (int8) {
     auto scale = blob_vector<float>(blob_named(blobs, "int8_scale"), out);
     auto bias = blob_vector<float>(blob_named(blobs, "int8_bias"), out);
@@ -144,6 +140,10 @@ bool Session::frames_kernel_from(FramesKernel& k, ModuleView& v, const std::vect
     if (bias == nullptr || bias->size != out * sizeof(float)) return false;
     v.bias->data = bias->data;
     v.bias->bytes = bias->size;
+    if (packed == nullptr) {
+      v.weight.data = weight->data;
+      v.weight.bytes = weight->size;
+    }
   }
   auto kernel = create_kernel(v, int8 ? &k.int8 : nullptr, packed);
   if (!kernel.ok()) return false;
