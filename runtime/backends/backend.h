@@ -30,8 +30,8 @@ const char* precision_name(Precision p);
 // them block by block, so no f32 copy of the whole [O, K] matrix is made beside its packed one
 // (3 MB of fresh pages for Qwen2-VL, most of a bf16 session's creation). Each row once, any order.
 using FoldedRows = std::function<void(int64_t first, int64_t count, float* weight, float* bias)>;
-// Output channels a backend asks the fold for at a time: a multiple of every oneDNN layout's
-// output block seen (BA16a64b2a bf16, BA16a64b f32), 150 KB of f32 at K = 588.
+// Output channels a backend asks the fold for at a time (oneDNN: a multiple of its layout's block
+// of output channels near this), 150 KB of f32 at K = 588.
 constexpr int64_t kFoldedBlock = 64;
 
 // What a session asks a backend to build. The module's geometry has passed the fusion rules, so

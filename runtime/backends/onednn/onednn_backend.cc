@@ -18,6 +18,7 @@
 #include <cstring>
 #include <unordered_map>
 
+#include "runtime/backends/onednn/folded_packing.h"
 #include "runtime/frames/weight_transforms.h"
 
 namespace patchfuse {
@@ -285,16 +286,12 @@ class OneDnnKernel final : public Kernel {
       dnnl::reorder(model_w, weights).execute(stream_, model_w, weights);
       stream_.wait();
       bias_values_ = r.int8->bias;
-    } else if (r.folded == nullptr || !pack_folded(*r.folded, weights)) {
+    } else if (r.folded != nullptr) {
+      bias_values_.resize(static_cast<size_t>(g_.embed_dim));
+      pack_folded_rows(*r.folded, weights, fused_ ? 1 : 0, bias_values_.data(), engine_, stream_);
+    } else {
       const DType want = bf16_ ? DType::kBF16 : DType::kF32;
-      TensorView w = r.module->weight;
-      std::vector<float> whole;  // folded rows made whole, where the layout takes no blocks of them
-      if (r.folded != nullptr) {
-        whole = request_weights<float>(r, DType::kF32, &bias_values_);
-        w.data = reinterpret_cast<const uint8_t*>(whole.data());
-        w.dtype = DType::kF32;
-        w.bytes = whole.size() * sizeof(float);
-      }
+      const TensorView& w = r.module->weight;
       // gemm:jit asks for plain [K, O] ("ab"), the transpose of the model's [O, K] rows: done here in
       // one pass. Blocked layouts (brgemm, the convolution) go through a oneDNN reorder from the
       // model's layout: [O, K] is "ba" for matmul's [K, O] weights and plain oi(d)hw for the conv.
@@ -322,64 +319,10 @@ class OneDnnKernel final : public Kernel {
         dnnl::reorder(model_w, weights).execute(stream_, model_w, weights);
         stream_.wait();
       }
-      if (has_bias_ && r.folded == nullptr) bias_values_ = tensor_as_f32(*r.module->bias);
+      if (has_bias_) bias_values_ = tensor_as_f32(*r.module->bias);
     }
     packed_.push_back(weights);
     if (has_bias_) bias_ = dnnl::memory(bias_desc(), engine_, bias_values_.data());
-  }
-
-  // A frames kernel's folded rows (KernelRequest::folded), kFoldedBlock output channels at a time,
-  // each block reordered straight into its place in the packed weights: a submemory of the layout,
-  // whose blocks of output channels divide kFoldedBlock. Blocks differ only in where they start, so
-  // one reorder serves them all (one more for a shorter last block). False, with nothing written,
-  // where the layout refuses such a submemory: the caller then packs the rows made whole.
-  bool pack_folded(const FoldedRows& rows, const dnnl::memory& weights) {
-    const int64_t out = g_.embed_dim;
-    const size_t axis = fused_ ? 1 : 0;  // the output channels': [K, O] for matmul, [O, C, ...] for the conv
-    const dnnl::memory::desc layout = weights.get_desc();
-    auto block_at = [&](int64_t first, int64_t count, dnnl_dim_t* start) {
-      dims shape = weight_dims(), offset(shape.size(), 0);
-      shape[axis] = count;
-      offset[axis] = first;
-      dnnl::memory::desc d = layout.submemory_desc(shape, offset);
-      *start = d.data.offset0;  // elements into the packed buffer
-      d.data.offset0 = 0;
-      return d;
-    };
-    std::vector<std::pair<int64_t, dnnl::memory::desc>> blocks;  // every block's layout, checked before any is written
-    for (int64_t o = 0; o < out; o += kFoldedBlock) {
-      dnnl_dim_t start = 0;
-      dnnl::memory::desc d;
-      try {
-        d = block_at(o, std::min(kFoldedBlock, out - o), &start);
-      } catch (const dnnl::error&) {
-        return false;
-      }
-      blocks.emplace_back(start, d);
-    }
-    bias_values_.resize(static_cast<size_t>(out));
-    std::vector<float> rows_f32(static_cast<size_t>(kFoldedBlock * k_));
-    auto* packed = static_cast<uint8_t*>(weights.get_data_handle());
-    const size_t value_bytes = dnnl::memory::data_type_size(weight_type());
-    dnnl::reorder put;
-    dnnl::memory::desc put_to;
-    for (size_t b = 0; b < blocks.size(); ++b) {
-      const int64_t o = static_cast<int64_t>(b) * kFoldedBlock, count = std::min(kFoldedBlock, out - o);
-      rows(o, count, rows_f32.data(), &bias_values_[static_cast<size_t>(o)]);
-      const dnnl::memory::desc& to = blocks[b].second;
-      dims shape = weight_dims();
-      shape[axis] = count;
-      const dnnl::memory::desc from(shape, dt::f32, fused_ ? tag::ba : plain(shape.size()));  // [count, K] rows
-      if (!(to == put_to)) {
-        put = dnnl::reorder(dnnl::reorder::primitive_desc(engine_, from, engine_, to));
-        put_to = to;
-      }
-      dnnl::memory src(from, engine_, rows_f32.data());
-      dnnl::memory dst(to, engine_, packed + static_cast<size_t>(blocks[b].first) * value_bytes);
-      put.execute(stream_, src, dst);
-      stream_.wait();  // the rows buffer is refilled next
-    }
-    return true;
   }
 
   // The weights in `layout`: packed at creation, or repacked from those on first use.
