@@ -533,7 +533,9 @@ void args(benchmark::internal::Benchmark* b) {
 #endif
 #ifdef PATCHFUSE_WITH_ONEDNN
   // The camera frame's GEMM: the session's kernel stage beside raw oneDNN over calls of the
-  // session's chunk (whole merge rows of 184: 368 f32, 736 bf16, 1656 int8 rows) and others.
+  // session's chunk (whole merge rows of 184: 368 f32, 736 bf16, 1656 int8 rows) and others;
+  // 704 and 768 beside 736 show what a multiple of 64 rows is worth to oneDNN's AMX row blocking
+  // (docs/performance.md).
   for (pf_precision p : {PF_PRECISION_F32, PF_PRECISION_BF16, PF_PRECISION_INT8}) {
     if (p == PF_PRECISION_BF16 && !bf16_available()) continue;
     const std::string name = p == PF_PRECISION_F32 ? "f32" : p == PF_PRECISION_BF16 ? "bf16" : "int8";
@@ -542,7 +544,7 @@ void args(benchmark::internal::Benchmark* b) {
     benchmark::RegisterBenchmark(("FrameGemm/raw/" + name + "/1280x720").c_str(), raw_frames, p)
         ->Apply([](benchmark::internal::Benchmark* b) {
           for (int64_t threads : {1, 2})
-            for (int64_t rows : {368, 512, 736, 896, 1656, 2392, 4784}) b->Args({rows, threads});
+            for (int64_t rows : {368, 512, 704, 736, 768, 896, 1656, 2392, 4784}) b->Args({rows, threads});
           b->ArgNames({"rows", "threads"})->UseRealTime()->Unit(benchmark::kMillisecond);
         });
   }
