@@ -16,6 +16,7 @@
 #include "runtime/frames/preprocessing.h"
 #include "runtime/frames/resize.h"
 #include "runtime/frames/weight_transforms.h"
+#include "runtime/session/chunking.h"
 #include "runtime/session/recently_used.h"
 #include "runtime/session/timed.h"
 #include "runtime/session/weights_cache.h"
@@ -149,11 +150,8 @@ class Session {
   // Starts the kernel's thread pool (OpenMP starts its threads on the first parallel region).
   static void start_threads(Kernel& kernel);
   // Gathers the rows for `grid` in the kernel's input type and runs the kernel on them, a chunk at
-  // a time: `gather(block_begin, block_end, rows)` fills the rows of those blocks (all of one time
-  // step) on the kernel's threads. A chunk is about kChunkBytes of rows, so they are still in
-  // cache when the kernel reads them: gathering a 1080p frame's 23 MB of f32 rows first and then
-  // running the GEMM made the gather memory-bound.
-  static constexpr size_t kChunkBytes = size_t{1} << 20;
+  // a time (Chunking): `gather(block_begin, block_end, rows)` fills the rows of those blocks (all
+  // of one time step) on the kernel's threads.
   // Runs `run(out)` for rows [first, first + n) of frame `t` of `grid`, where `out` is where the
   // kernel writes them: the output itself, or (window order) a scratch chunk; then the encoder
   // input's epilogue on `kernel`'s threads.
@@ -185,10 +183,10 @@ class Session {
   // Sizes the resize's per-thread scratch for `image` and `frames` buffers of `rows` resized rows;
   // returns the number of threads the resize runs on.
   size_t size_resize_buffers(const Kernel& kernel, const Resizer& r, const ImageView& image, size_t frames, size_t rows);
-  // A chunk's size in gather blocks (about kChunkBytes of rows in the kernel's input type), and
-  // the image rows those blocks cover (the band a chunk resizes).
+  // A frame's gather blocks in chunks (of rows in the kernel's input type), and the image rows
+  // the largest chunk covers (the band a chunk resizes).
   size_t row_value_bytes(const FramesKernel& k) const;
-  int64_t chunk_blocks(const FramesKernel& k, const FrameGrid& grid) const;
+  Chunking frame_chunks(const FramesKernel& k, const FrameGrid& grid) const;
   size_t band_rows(const FramesKernel& k, const FrameGrid& grid) const;
   size_t resized_frames(size_t t) const;  // frames of t images resized at a time: temporal_patch_size, 1 for a still image
   Result<std::unique_ptr<Kernel>> create_kernel(const ModuleView& module, const Int8Weights* int8 = nullptr,

@@ -57,11 +57,11 @@ Status Session::gather_and_run(FramesKernel& k, const FrameGrid& g, float* outpu
   const int64_t blocks = gather_block_count(g, *module_.preprocessing), blocks_per_t = blocks / g.t;
   const auto rows_per_block = static_cast<size_t>(g.rows() / blocks), row_values = static_cast<size_t>(k.k);
   const auto chunks = [&](auto& buffer, const auto& run) -> Status {
-    const int64_t per_chunk = chunk_blocks(k, g);
-    grow(buffer, static_cast<size_t>(per_chunk) * rows_per_block * row_values);
+    const Chunking c = frame_chunks(k, g);
+    grow(buffer, static_cast<size_t>(c.largest()) * rows_per_block * row_values);
     for (int64_t gt = 0; gt < g.t; ++gt) {
-      for (int64_t b = gt * blocks_per_t; b < (gt + 1) * blocks_per_t; b += per_chunk) {
-        const int64_t e = std::min(b + per_chunk, (gt + 1) * blocks_per_t);
+      for (int64_t j = 0; j < c.count; ++j) {
+        const int64_t b = gt * blocks_per_t + c.begin(j), e = gt * blocks_per_t + c.begin(j + 1);
         const size_t n = static_cast<size_t>(e - b) * rows_per_block;
         PF_RETURN_IF_ERROR(prepare_chunk(*k.kernel, g, n));
         if (pass == Pass::kPrepare) continue;
@@ -166,13 +166,14 @@ Status Session::grid_chunks(const float* input, const FrameGrid& g, float* outpu
   PF_ASSIGN_OR_RETURN(Kernel * kernel, rows_kernel());
   const auto k = static_cast<size_t>(module_.patch_volume);
   const auto rows_per_frame = static_cast<size_t>(g.h * g.w);
-  // A chunk of about kChunkBytes of input rows at a time, so the epilogue finds the kernel's
-  // output rows in cache; whole rows of merge blocks, so window slots stay within a frame.
+  // Chunks (Chunking, of 1 MiB whatever the threads: chunking.h says why) of input rows, so the
+  // epilogue finds the kernel's output rows in cache; whole merge windows, so window slots stay
+  // within a frame.
   const auto block = static_cast<size_t>(encoder_->merge_size * encoder_->merge_size);
-  const size_t per_chunk = std::clamp<size_t>(kChunkBytes / (k * sizeof(float)) / block, 1, rows_per_frame / block) * block;
+  const Chunking c = chunking(static_cast<int64_t>(rows_per_frame / block), block * k * sizeof(float), 1);
   for (int64_t t = 0; t < g.t; ++t) {
-    for (size_t first = 0; first < rows_per_frame; first += per_chunk) {
-      const size_t n = std::min(per_chunk, rows_per_frame - first);
+    for (int64_t j = 0; j < c.count; ++j) {
+      const size_t first = static_cast<size_t>(c.begin(j)) * block, n = static_cast<size_t>(c.begin(j + 1)) * block - first;
       PF_RETURN_IF_ERROR(prepare_chunk(*kernel, g, n));
       if (pass == Pass::kPrepare) continue;
       const float* in = input + (static_cast<size_t>(t) * rows_per_frame + first) * k;

@@ -48,15 +48,15 @@ size_t Session::row_value_bytes(const FramesKernel& k) const {
   return precision_ == Precision::kInt8 ? 1 : k.kernel->takes_bf16() ? 2 : sizeof(float);
 }
 
-int64_t Session::chunk_blocks(const FramesKernel& k, const FrameGrid& g) const {
+Chunking Session::frame_chunks(const FramesKernel& k, const FrameGrid& g) const {
   const int64_t blocks = gather_block_count(g, *module_.preprocessing), blocks_per_t = blocks / g.t;
   const size_t block_bytes = static_cast<size_t>(g.rows() / blocks * k.k) * row_value_bytes(k);
-  return static_cast<int64_t>(std::clamp<size_t>(kChunkBytes / block_bytes, 1, static_cast<size_t>(blocks_per_t)));
+  return chunking(blocks_per_t, block_bytes, k.kernel->threads());
 }
 
 size_t Session::band_rows(const FramesKernel& k, const FrameGrid& g) const {
   const Preprocessing& p = *module_.preprocessing;
-  return static_cast<size_t>(chunk_blocks(k, g) * p.merge_size * p.patch_size);
+  return static_cast<size_t>(frame_chunks(k, g).largest() * p.merge_size * p.patch_size);
 }
 
 namespace {
