@@ -18,12 +18,15 @@
 // Resize/...: the runtime's resize alone, 1 thread, on the camera sizes the camera issue names
 // (1280x720 RGB -> 728x1288 and 1920x1080 -> 728x1316, BICUBIC; pil and torch semantics; NV12
 // with its conversion), to set beside Pillow's Image.resize on the same sizes
-// (tests/bench/pillow_resize.py, run alternately with this binary by tests/bench/resize_vs_pillow.sh).
+// (tests/bench/pillow_resize.py, run alternately with this binary by tests/bench/resize_vs_pillow.sh);
+// Resize/bound/...: every source byte read and every output byte written once, the least memory
+// traffic a resize of those sizes does, to set the resize's time against.
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <memory>
 #include <vector>
 
@@ -182,6 +185,23 @@ void resize_only(benchmark::State& state, patchfuse::PixelFormat format, patchfu
   std::vector<uint8_t> scratch(r.scratch_bytes(v)), out(out_h * out_w * 3);
   for (auto _ : state) {
     r.run(v, 0, out_h, scratch.data(), out.data());
+    benchmark::DoNotOptimize(out.data());
+  }
+}
+
+void resize_bound(benchmark::State& state, size_t src_bytes, size_t out_bytes) {
+  const std::vector<uint8_t> src = random_bytes(src_bytes, 11);
+  std::vector<uint8_t> out(out_bytes);
+  uint8_t fill = 0;
+  for (auto _ : state) {
+    uint64_t sum = 0;
+    for (size_t i = 0; i + 8 <= src.size(); i += 8) {
+      uint64_t w;
+      std::memcpy(&w, &src[i], 8);
+      sum += w;
+    }
+    std::memset(out.data(), fill++, out.size());
+    benchmark::DoNotOptimize(sum);
     benchmark::DoNotOptimize(out.data());
   }
 }
@@ -565,6 +585,10 @@ void args(benchmark::internal::Benchmark* b) {
                                1280, 720, 728, 1288)->Apply(ms);
   benchmark::RegisterBenchmark("Resize/pil/nv12/1920x1080->728x1316", resize_only, PixelFormat::kNv12, ResizeSemantics::kPil,
                                1920, 1080, 728, 1316)->Apply(ms);
+  benchmark::RegisterBenchmark("Resize/bound/rgb/1280x720->728x1288", resize_bound, size_t{1280} * 720 * 3,
+                               size_t{728} * 1288 * 3)->Apply(ms);
+  benchmark::RegisterBenchmark("Resize/bound/nv12/1920x1080->728x1316", resize_bound, size_t{1920} * 1080 * 3 / 2,
+                               size_t{728} * 1316 * 3)->Apply(ms);
   benchmark::RegisterBenchmark("Camera/rgb/1280x720", camera_run, PixelFormat::kRgb, 1280, 720)->Arg(1)->Arg(2)->ArgNames({"threads"})->Apply(ms);
   benchmark::RegisterBenchmark("Camera/nv12/1920x1080", camera_run, PixelFormat::kNv12, 1920, 1080)->Arg(1)->Arg(2)->ArgNames({"threads"})->Apply(ms);
   return true;
