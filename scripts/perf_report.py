@@ -1,0 +1,176 @@
+#!/usr/bin/python3
+"""The camera path's standing figures on this machine, each beside its target, as markdown.
+
+    scripts/perf_report.py [--build build] [--model out/quickstart/qwen2-vl.pfb] [--runs 20]
+
+Run on a CPU class not measured before (an AMX Xeon, say), it gives in a few minutes what the
+performance notes keep per class: the frames kernel against raw oneDNN over the same chunks
+(FrameGemm), the cold start, the int8 preprocessing share, the resize against its bandwidth
+bound, and which oneDNN kernels ran on which shapes (ONEDNN_VERBOSE). Everything comes from
+patchfuse-bench and patchfuse-overhead-bench, whose own options the notes give; this only runs
+them and puts their figures side by side. Needs a release build with tests (the overhead bench)
+and the quick start's model (scripts/quickstart.sh).
+"""
+import argparse
+import collections
+import json
+import os
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+
+
+def run(cmd, env=None):
+    full_env = dict(os.environ, **(env or {}))
+    done = subprocess.run(cmd, env=full_env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    if done.returncode != 0:
+        sys.exit(f"perf_report: {' '.join(cmd)} exited with {done.returncode}: {done.stderr.strip()[-400:]}")
+    return done
+
+
+def bench_json(bench, args, env=None):
+    with tempfile.NamedTemporaryFile(suffix=".json") as f:
+        run([bench, *args, "--json", f.name], env)
+        return json.load(open(f.name))
+
+
+def overhead_medians(overhead, pattern, repetitions):
+    """Google Benchmark medians (ms) and labels of the overhead bench's rows matching pattern."""
+    out = run([overhead, f"--benchmark_filter={pattern}", f"--benchmark_repetitions={repetitions}",
+               "--benchmark_enable_random_interleaving=true", "--benchmark_report_aggregates_only=true",
+               "--benchmark_format=json"]).stdout
+    rows = {}
+    for b in json.loads(out)["benchmarks"]:
+        if b.get("aggregate_name") != "median" or "error_occurred" in b:
+            continue
+        scale = {"ns": 1e-6, "us": 1e-3, "ms": 1.0, "s": 1e3}[b["time_unit"]]
+        rows[b["run_name"].replace("/real_time", "").replace("/manual_time", "")] = (b["real_time"] * scale,
+                                                                                   b.get("label", ""))
+    return rows
+
+
+def frame_gemm(overhead):
+    rows = overhead_medians(overhead, "FrameGemm", 5)
+    print("## The frames kernel against raw oneDNN (FrameGemm, target: best raw / session >= 0.9)\n")
+    print("| precision | threads | session ms | best raw ms (rows a call) | raw at 736 / 704 / 768 rows | best raw / session |")
+    print("|---|---|---|---|---|---|")
+    for (name, (t, label)) in sorted(rows.items()):
+        m = re.match(r"FrameGemm/session/(\w+)/1280x720/threads:(\d+)", name)
+        if not m:
+            continue
+        precision, threads = m.groups()
+        raw = {int(r): v[0] for n, v in rows.items()
+               for r, th in re.findall(rf"FrameGemm/raw/{precision}/1280x720/rows:(\d+)/threads:(\d+)", n) if th == threads}
+        best = min(raw, key=raw.get)
+        ratio = raw[best] / t
+        flag = "" if ratio >= 0.9 else " **below 0.9**"
+        print(f"| {precision} | {threads} | {t:.2f} | {raw[best]:.2f} ({best}) | "
+              f"{raw.get(736, 0):.2f} / {raw.get(704, 0):.2f} / {raw.get(768, 0):.2f} | {ratio:.2f}{flag} |")
+    print(f"\nKernels: {'; '.join(sorted({v[1] for v in rows.values() if v[1]}))}\n")
+
+
+def cold_start(bench, model):
+    d = bench_json(bench, [model, "--cold", "5", "--cold-only", "--image", "1280x720", "--backend", "onednn",
+                           "--precision", "f32,bf16,int8", "--threads", "1", "--runs", "10", "--warmup", "3"])
+    print("## The cold start (1 thread, 5 fresh processes, medians)\n")
+    print("Targets: int8 (create + prepare + first) / p50 <= 3 without the weights cache; bf16 <= 2 "
+          "without prepare; first run after prepare <= 1.2 x steady.\n")
+    print("| precision | prepare | create ms | prepare ms | first ms | steady p50 ms | first / p50 | (c + p + f) / p50 |")
+    print("|---|---|---|---|---|---|---|---|")
+    for c in d["cold"]:
+        whole, first = c["median_create_prepare_first_over_p50"], c["median_first_over_p50"]
+        misses = []
+        if c["precision"] == "int8" and whole > 3:
+            misses.append("int8 > 3")
+        if c["precision"] == "bf16" and not c["prepare"] and whole > 2:
+            misses.append("bf16 > 2")
+        if c["prepare"] and first > 1.2:
+            misses.append("first > 1.2")
+        note = f" **{', '.join(misses)}**" if misses else ""
+        print(f"| {c['precision']} | {'yes' if c['prepare'] else 'no'} | {c['median_create_ms']:.1f} | "
+              f"{c['median_prepare_ms']:.1f} | {c['median_first_ms']:.1f} | {c['median_steady_p50_ms']:.2f} | "
+              f"{first:.2f} | {whole:.2f}{note} |")
+    print()
+
+
+def preprocessing_share(bench, model, runs, avx512):
+    print("## int8 preprocessing (conversion + resize + gather) share of the frames run\n")
+    print(f"Target: <= 20% on AVX-512 CPUs ({'this is one' if avx512 else 'this CPU has no AVX-512: no target'}).\n")
+    print("| source | precision | threads | run p50 ms | conversion + resize | gather | kernel | share |")
+    print("|---|---|---|---|---|---|---|---|")
+    for size, fmt in (("1280x720", "rgb"), ("1920x1080", "nv12")):
+        d = bench_json(bench, [model, "--image", size, "--format", fmt, "--frames-only", "--backend", "onednn",
+                               "--precision", "int8,bf16", "--threads", "1,2", "--runs", str(runs), "--warmup", "3"])
+        for r in d["results"]:
+            if "stages_p50_ms" not in r:
+                continue
+            s, share = r["stages_p50_ms"], r["preprocessing_share_p50"]
+            flag = " **above 20%**" if avx512 and r["precision"] == "int8" and share > 0.2 else ""
+            print(f"| {fmt} {size} | {r['precision']} | {r['threads']} | {r['latency_ms']['p50']:.2f} | "
+                  f"{s['conversion_resize']:.2f} | {s['gather']:.2f} | {s['kernel']:.2f} | {100 * share:.1f}%{flag} |")
+    print()
+
+
+def resize_bound(overhead):
+    rows = overhead_medians(overhead, "Resize/(pil|bound)", 7)
+    print("## The resize against its memory-bandwidth bound (1 thread, medians)\n")
+    print("| resize | ms | bound ms (every byte read and written once) | resize / bound |")
+    print("|---|---|---|---|")
+    for name, (t, _) in sorted(rows.items()):
+        if not name.startswith("Resize/pil/"):
+            continue
+        bound = rows.get(name.replace("Resize/pil/", "Resize/bound/"))
+        if bound:
+            print(f"| {name[len('Resize/pil/'):]} | {t:.3f} | {bound[0]:.3f} | {t / bound[0]:.1f} |")
+    print()
+
+
+def onednn_shapes(bench, model):
+    """The oneDNN primitives one bf16 and one int8 frames run execute, with their shapes."""
+    print("## What oneDNN ran (ONEDNN_VERBOSE, a 1280x720 frame, 1 thread: the first, 2 warm-up and 5 timed runs)\n")
+    for precision in ("bf16", "int8"):
+        done = subprocess.run([bench, model, "--image", "1280x720", "--frames-only", "--backend", "onednn",
+                               "--precision", precision, "--threads", "1", "--runs", "5", "--warmup", "2"],
+                              env=dict(os.environ, ONEDNN_VERBOSE="1"), stdout=subprocess.PIPE,
+                              stderr=subprocess.STDOUT, text=True)
+        execs = collections.defaultdict(list)
+        for line in done.stdout.splitlines():
+            f = line.split(",")
+            if len(f) > 9 and f[0] == "onednn_verbose" and f[1] == "exec":
+                execs[(f[3], f[4], f[-2])].append(float(f[-1]))
+        print(f"{precision}:\n")
+        for (kind, impl, shape), times in sorted(execs.items()):
+            print(f"- {kind} `{impl}` `{shape}`: {len(times)} calls, median {statistics.median(times):.3f} ms")
+        print()
+
+
+def main():
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--build", default=os.path.join(root, "build"))
+    p.add_argument("--model", default=os.path.join(root, "out", "quickstart", "qwen2-vl.pfb"))
+    p.add_argument("--runs", type=int, default=20)
+    a = p.parse_args()
+    bench = os.path.join(a.build, "tools", "patchfuse-bench")
+    overhead = os.path.join(a.build, "tests", "bench", "patchfuse-overhead-bench")
+    for path, how in ((bench, "cmake --build build"), (overhead, "cmake --build build (tests on)"),
+                      (a.model, "bash scripts/quickstart.sh")):
+        if not os.path.exists(path):
+            sys.exit(f"perf_report: {path} does not exist; make it with: {how}")
+    d = bench_json(bench, [a.model, "--backend", "onednn", "--patches", "16", "--runs", "1", "--warmup", "0"])
+    machine, isa = d["machine"], d["results"][0].get("isa", "")
+    print(f"# Camera-path report: {machine['cpu']}, {machine['online_cpus']} CPUs\n")
+    print(f"Features {' '.join(machine['isa_features'])}; oneDNN resolved `{isa}`; caps "
+          f"ONEDNN_MAX_CPU_ISA={os.environ.get('ONEDNN_MAX_CPU_ISA', '')!r} "
+          f"PATCHFUSE_MAX_CPU_ISA={os.environ.get('PATCHFUSE_MAX_CPU_ISA', '')!r}; {d['tool']}.\n")
+    cold_start(bench, a.model)
+    frame_gemm(overhead)
+    preprocessing_share(bench, a.model, a.runs, "avx512f" in machine["isa_features"])
+    resize_bound(overhead)
+    onednn_shapes(bench, a.model)
+
+
+if __name__ == "__main__":
+    main()
