@@ -74,39 +74,37 @@ class ImagesTest : public ::testing::Test {
 
 // The vector form of the frames loops this process should run, worked out here from the CPU and
 // PATCHFUSE_MAX_CPU_ISA (the ctest variants set it) rather than asked of the runtime: x86-64 has
-// AVX2 planes and gather and AVX2/AVX-512/VNNI resizes; ARM has NEON for all three, and aarch64
+// AVX2 planes and gather and AVX2/AVX-512/VNNI/VBMI resizes; ARM has NEON for all three, and aarch64
 // an sdot resize ("" : none).
 struct ExpectedForms {
   std::string resize, planes_and_gather;
 };
 ExpectedForms expected_forms() {
-  const char* env = std::getenv("PATCHFUSE_MAX_CPU_ISA");
-  const std::string cap = env ? env : "";
 #if defined(__x86_64__)
+  const char* names[] = {"", "avx2", "avx512", "avx512_vnni", "avx512_vbmi"};
   __builtin_cpu_init();
   int level = __builtin_cpu_supports("avx2") ? 1 : 0;
   if (level == 1 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
       __builtin_cpu_supports("avx512vl")) {
     level = __builtin_cpu_supports("avx512vnni") ? 3 : 2;
   }
-  if (cap == "baseline") level = 0;
-  if (cap == "avx2") level = std::min(level, 1);
-  if (cap == "avx512") level = std::min(level, 2);
-  const char* resize[] = {"", "avx2", "avx512", "avx512_vnni"};
-  return {resize[level], level > 0 ? "avx2" : ""};
+  if (level == 3 && __builtin_cpu_supports("avx512vbmi")) level = 4;
 #else
   // aarch64 always has NEON, and ARMv8.2's dot product where AT_HWCAP says so (qemu's default CPU
   // does, a Cortex-A53 does not); armhf has NEON where AT_HWCAP says so, and never uses sdot.
+  const char* names[] = {"", "neon", "neon_dotprod"};
 #if defined(__aarch64__)
   int level = (getauxval(AT_HWCAP) & HWCAP_ASIMDDP) != 0 ? 2 : 1;
 #else
   int level = (getauxval(AT_HWCAP) & HWCAP_NEON) != 0 ? 1 : 0;
 #endif
-  if (cap == "baseline") level = 0;
-  if (cap == "neon") level = std::min(level, 1);
-  const char* resize[] = {"", "neon", "neon_dotprod"};
-  return {resize[level], level > 0 ? "neon" : ""};
 #endif
+  const char* env = std::getenv("PATCHFUSE_MAX_CPU_ISA");  // a level's name; "" is baseline's form
+  const std::string cap = env ? env : "";
+  for (int capped = 0; capped < level; ++capped) {
+    if (cap == (capped == 0 ? "baseline" : names[capped])) level = capped;
+  }
+  return {names[level], level > 0 ? names[1] : ""};  // the planes and gather: level 1's form
 }
 
 // The session names the loops it runs, so a run under qemu or a cap shows which forms ran (and

@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
-#include <utility>
 
 #if defined(__arm__) || defined(__aarch64__)
 #include <asm/hwcap.h>
@@ -24,6 +23,7 @@ SimdLevel cpu_level() {
       __builtin_cpu_supports("avx512vl")) {
     cpu = __builtin_cpu_supports("avx512vnni") ? SimdLevel::kAvx512Vnni : SimdLevel::kAvx512;
   }
+  if (cpu == SimdLevel::kAvx512Vnni && __builtin_cpu_supports("avx512vbmi")) cpu = SimdLevel::kAvx512Vbmi;
   return cpu;
 #elif defined(__aarch64__)
   return (getauxval(AT_HWCAP) & HWCAP_ASIMDDP) != 0 ? SimdLevel::kNeonDotprod : SimdLevel::kNeon;
@@ -32,22 +32,14 @@ SimdLevel cpu_level() {
 #endif
 }
 
-// PATCHFUSE_MAX_CPU_ISA's values on this architecture.
-#if defined(__x86_64__)
-constexpr std::pair<const char*, SimdLevel> kCaps[] = {
-    {"baseline", SimdLevel::kBaseline}, {"avx2", SimdLevel::kAvx2}, {"avx512", SimdLevel::kAvx512}};
-#else
-constexpr std::pair<const char*, SimdLevel> kCaps[] = {{"baseline", SimdLevel::kBaseline}, {"neon", SimdLevel::kNeon}};
-#endif
-
 }  // namespace
 
 SimdLevel simd_level() {
   static const SimdLevel level = [] {
     const SimdLevel cpu = cpu_level();
     const char* cap = std::getenv("PATCHFUSE_MAX_CPU_ISA");
-    for (const auto& [name, level] : kCaps) {
-      if (cap != nullptr && std::strcmp(cap, name) == 0) return std::min(cpu, level);
+    for (const SimdLevel level : kSimdLevels) {  // PATCHFUSE_MAX_CPU_ISA's values: the levels' names
+      if (cap != nullptr && std::strcmp(cap, simd_level_name(level)) == 0) return std::min(cpu, level);
     }
     return cpu;
   }();
@@ -61,6 +53,7 @@ const char* simd_level_name(SimdLevel level) {
     case SimdLevel::kAvx2: return "avx2";
     case SimdLevel::kAvx512: return "avx512";
     case SimdLevel::kAvx512Vnni: return "avx512_vnni";
+    case SimdLevel::kAvx512Vbmi: return "avx512_vbmi";
 #else
     case SimdLevel::kNeon: return "neon";
     case SimdLevel::kNeonDotprod: return "neon_dotprod";

@@ -241,7 +241,7 @@ Result<Resizer> Resizer::create(const ResizeSpec& s, const FrameKernels& kernels
     for (size_t c = 0; c < s.resized_w; ++c) {
       std::copy_n(&r.h_.fixed[c * r.h_.taps], r.h_.count[c], &r.h8_[c * kPilKernelTaps]);
     }
-    build_tap_tables(r.h_, r.col_begin_, r.col_end_, form.block, form.quads, r.tap_tables_);
+    build_tap_tables(r.h_, r.col_begin_, r.col_end_, form, r.tap_tables_);
   }
   return r;
 }

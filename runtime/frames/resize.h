@@ -76,7 +76,7 @@ class Resizer {
   PlanesForm planes_ = frame_kernels(SimdLevel::kBaseline).planes;  // planes_row's splits
   std::vector<int32_t> h8_;   // the horizontal kernels' coefficients, 8 per output; empty: the scalar pass
   TapTables tap_tables_;
-  size_t plane_stride() const { return spec_.src_w + 16; }  // a source plane and its over-read slack
+  size_t plane_stride() const { return spec_.src_w + kPlaneSlack; }  // a source plane and its over-read slack
 };
 
 }  // namespace patchfuse

@@ -5,7 +5,9 @@
 
 namespace patchfuse {
 
-void build_tap_tables(const AxisFilter& h, size_t c0, size_t c1, size_t block, bool quads, TapTables& t) {
+void build_tap_tables(const AxisFilter& h, size_t c0, size_t c1, const ResizeForm& form, TapTables& t) {
+  const size_t block = form.block, window = form.window;
+  const bool quads = form.quads;
   const auto taps = static_cast<size_t>(*std::max_element(h.count.begin(), h.count.end()));
   const size_t blocks = (c1 - c0) / block, lanes = block / 4;
   t.block = block;
@@ -24,8 +26,8 @@ void build_tap_tables(const AxisFilter& h, size_t c0, size_t c1, size_t block, b
   for (size_t b = 0; b < blocks; ++b) {
     const size_t x = c0 + block * b;
     for (size_t j = 0; j < block && t.ok[b]; ++j) {
-      const int32_t offset = h.first[x + j] - h.first[x + j / 4 * 4];
-      if (offset + static_cast<int32_t>(taps) > 16) t.ok[b] = 0;
+      const int32_t offset = h.first[x + j] - h.first[x + j / window * window];
+      if (offset + static_cast<int32_t>(taps) > static_cast<int32_t>(4 * window)) t.ok[b] = 0;
       int64_t sum = 0;
       for (size_t i = 0; i < taps && t.ok[b]; ++i) {
         const int32_t k = h.fixed[(x + j) * h.taps + i];

@@ -37,16 +37,19 @@ struct TapTables {
 };
 
 
-// The horizontal kernels' tables (TapTables) for columns [c0, c1) of axis h, `block` outputs a
-// block (8 for the AVX2 and NEON kernels, 16 for the AVX-512 one) in lanes of 4, as pairs or, for
-// the dot-product kernel, quads. Output j's taps go to bytes 4j.. of its lane: pairs put the two
-// pixels of a pair at 4j and 4j + 2 as int16 (zeros between), quads a group's four pixels at
-// 4j..4j + 3. A tap past an output's last reads a zero or any pixel with coefficient 0. Pairs and
+// The horizontal kernels' tables (TapTables) for columns [c0, c1) of axis h in `form`'s layout:
+// `block` outputs a block (8 for the AVX2 and NEON kernels, 16 for the AVX-512 ones) in lanes of
+// 4, as pairs or, for the dot-product kernel, quads, each index counted from the first pixel of
+// its window (the `window` outputs that share one load: a lane's 16 bytes, or VBMI's 64). Output
+// j's taps go to bytes 4j.. of its block: pairs put the two pixels of a pair at 4j and 4j + 2 as
+// int16 (index 0x80 between: pshufb and tbl write a zero; the VBMI kernel masks those bytes),
+// quads a group's four pixels at 4j..4j + 3. A tap past an output's last reads a zero or any
+// pixel with coefficient 0. Pairs and
 // groups cover the most taps an output has, not the table width: that is one less (2 *
 // ceil(support) + 1 rounds the window up), a pair fewer for the bicubic scales camera frames see.
-// A block is not ok (the kernels run it with the 8-tap scalar loop) where a lane's windows do not
-// fit its 16 source bytes (scales above ~2), or a coefficient its quad digits (|k| < 2^23 fits
+// A block is not ok (the kernels run it with the 8-tap scalar loop) where a window's taps do not
+// fit its 4 * window source bytes (scales above ~2 for 16), or a coefficient its quad digits (|k| < 2^23 fits
 // pairs; quads need -128 <= d2 <= 127 and |128 * sum| < 2^30, which normalized filters meet).
-void build_tap_tables(const AxisFilter& h, size_t c0, size_t c1, size_t block, bool quads, TapTables& t);
+void build_tap_tables(const AxisFilter& h, size_t c0, size_t c1, const ResizeForm& form, TapTables& t);
 
 }  // namespace patchfuse

@@ -6,7 +6,7 @@
 namespace patchfuse {
 namespace {
 
-constexpr ResizeForm kPortableResize{"portable", 8, false, nullptr, nullptr};
+constexpr ResizeForm kPortableResize{"portable", 8, 4, false, nullptr, nullptr};
 constexpr PlanesForm kPortablePlanes{"portable", split_rgb_portable, split_rgba_portable};
 constexpr GatherForm kPortableGather{"portable", emit_rows_f32_portable, emit_rows_bf16_portable};
 constexpr FrameKernels kBaseline{SimdLevel::kBaseline, kPortableResize, kPortablePlanes, kPortableGather};
@@ -14,25 +14,30 @@ constexpr FrameKernels kBaseline{SimdLevel::kBaseline, kPortableResize, kPortabl
 #if defined(__x86_64__)
 constexpr PlanesForm kAvx2Planes{"avx2", split_rgb_avx2, split_rgba_avx2};
 constexpr GatherForm kAvx2Gather{"avx2", emit_rows_f32_avx2, emit_rows_bf16_avx2};
-constexpr FrameKernels kAvx2{SimdLevel::kAvx2, {"avx2", 8, false, pil_horizontal_pairs_avx2, pil_vertical_avx2},
+constexpr FrameKernels kAvx2{SimdLevel::kAvx2, {"avx2", 8, 4, false, pil_horizontal_pairs_avx2, pil_vertical_avx2},
                              kAvx2Planes, kAvx2Gather};
 // AVX-512 adds resize forms only: the plane splits and the gather rows are bound by their loads.
 constexpr FrameKernels kAvx512{SimdLevel::kAvx512,
-                               {"avx512", 16, false, pil_horizontal_pairs_avx512, pil_vertical_avx512},
+                               {"avx512", 16, 4, false, pil_horizontal_pairs_avx512, pil_vertical_avx512},
                                kAvx2Planes, kAvx2Gather};
 constexpr FrameKernels kAvx512Vnni{
     SimdLevel::kAvx512Vnni,
-    {"avx512_vnni", 16, false, pil_horizontal_pairs_avx512_vnni, pil_vertical_avx512_vnni},
+    {"avx512_vnni", 16, 4, false, pil_horizontal_pairs_avx512_vnni, pil_vertical_avx512_vnni},
+    kAvx2Planes, kAvx2Gather};
+// VBMI changes the horizontal pass's loads: one 64-byte window a channel, placed by vpermb.
+constexpr FrameKernels kAvx512Vbmi{
+    SimdLevel::kAvx512Vbmi,
+    {"avx512_vbmi", 16, 16, false, pil_horizontal_pairs_avx512_vbmi, pil_vertical_avx512_vnni},
     kAvx2Planes, kAvx2Gather};
 #else
 constexpr PlanesForm kNeonPlanes{"neon", split_rgb_neon, split_rgba_neon};
 constexpr GatherForm kNeonGather{"neon", emit_rows_f32_neon, emit_rows_bf16_neon};
-constexpr FrameKernels kNeon{SimdLevel::kNeon, {"neon", 8, false, pil_horizontal_pairs_neon, pil_vertical_neon},
+constexpr FrameKernels kNeon{SimdLevel::kNeon, {"neon", 8, 4, false, pil_horizontal_pairs_neon, pil_vertical_neon},
                              kNeonPlanes, kNeonGather};
 #if defined(__aarch64__)
 // The dot product changes the horizontal pass only (armhf's kernels stay plain NEON).
 constexpr FrameKernels kNeonDotprod{
-    SimdLevel::kNeonDotprod, {"neon_dotprod", 8, true, pil_horizontal_dot_neon_dotprod, pil_vertical_neon},
+    SimdLevel::kNeonDotprod, {"neon_dotprod", 8, 4, true, pil_horizontal_dot_neon_dotprod, pil_vertical_neon},
     kNeonPlanes, kNeonGather};
 #endif
 #endif
@@ -46,6 +51,7 @@ const FrameKernels& frame_kernels(SimdLevel level) {
     case SimdLevel::kAvx2: return kAvx2;
     case SimdLevel::kAvx512: return kAvx512;
     case SimdLevel::kAvx512Vnni: return kAvx512Vnni;
+    case SimdLevel::kAvx512Vbmi: return kAvx512Vbmi;
 #else
     case SimdLevel::kNeon: return kNeon;
 #if defined(__aarch64__)

@@ -32,6 +32,9 @@ constexpr int kPilPrecisionBits = 32 - 8 - 2;
 // The most taps the horizontal kernels take (8 coefficients an output); wider windows run the
 // Resizer's scalar pass.
 constexpr size_t kPilKernelTaps = 8;
+// The bytes a horizontal kernel may read past a source plane's last pixel: a 64-byte load at any
+// pixel (the VBMI form's window).
+constexpr size_t kPlaneSlack = 64;
 
 // Pillow's rounding clip of a fixed-point sum to a byte.
 static inline uint8_t pil_clip8(int32_t v) {
@@ -41,9 +44,9 @@ static inline uint8_t pil_clip8(int32_t v) {
 
 // The horizontal kernels' tables (built by resize_tables.cc from the Resizer's coefficients), as
 // plain pointers: per block of `block` outputs in lanes of 4, in one of two forms.
-//  - pairs (AVX2, AVX-512, NEON): per pair of taps the byte shuffle (pshufb, tbl) that places each
-//    output's two pixels as int16, and the pair's coefficients split as k = 256 * hi + lo (hi
-//    signed, lo 0..255) so int16 multiply-adds are exact;
+//  - pairs (AVX2, AVX-512, NEON): per pair of taps the byte shuffle (pshufb, tbl; vpermb with
+//    VBMI) that places each output's two pixels as int16, and the pair's coefficients split as
+//    k = 256 * hi + lo (hi signed, lo 0..255) so int16 multiply-adds are exact;
 //  - quads (NEON with ARMv8.2's dot product): per group of 4 taps the tbl indices that place each
 //    output's 4 pixels in its int32 lane, and the coefficients as three signed bytes,
 //    k = d0 + 256 * d1 + 65536 * d2, which sdot multiplies by the pixels less 128; per output,
@@ -64,7 +67,7 @@ struct TapTablesView {
 // The rows' function types; the entry points below are declared with them, so each signature is
 // written once.
 // The pil horizontal pass over outputs [c0, c1) of a source row given as R, G, B planes `stride`
-// bytes apart (each with 16 bytes of slack): first[c] is output c's first source pixel, k8 its
+// bytes apart (each with kPlaneSlack bytes of slack): first[c] is output c's first source pixel, k8 its
 // kPilKernelTaps coefficients (zeros past its tap count). Writes (c1 - c0) RGB pixels to dst.
 using PilHorizontal = void(const uint8_t* planes, size_t stride, const TapTablesView& t, const int32_t* first,
                            const int32_t* k8, size_t c0, size_t c1, uint8_t* dst);
@@ -97,8 +100,9 @@ using EmitRowsBf16Fn = EmitRows<uint16_t>*;
 // rows: the Resizer's own scalar passes (any tap count, on the interleaved row) are portable.
 struct ResizeForm {
   const char* name;
-  size_t block;  // TapTablesView.block
-  bool quads;    // TapTablesView's form: quads (sdot) or pairs
+  size_t block;   // TapTablesView.block
+  size_t window;  // outputs that share one source window of 4 bytes an output: 4 (a 16-byte lane) or 16 (vpermb's 64)
+  bool quads;     // TapTablesView's form: quads (sdot) or pairs
   PilHorizontalFn horizontal;
   PilVerticalFn vertical;
 };
@@ -136,7 +140,8 @@ EmitRows<uint16_t> emit_rows_bf16_portable;
 EmitRows<uint8_t> emit_rows_u8_portable;
 // x86-64 (declared everywhere; only dispatch.cc names them, under its architecture's #if).
 PilHorizontalK8 pil_horizontal_k8_avx2;
-PilHorizontal pil_horizontal_pairs_avx2, pil_horizontal_pairs_avx512, pil_horizontal_pairs_avx512_vnni;
+PilHorizontal pil_horizontal_pairs_avx2, pil_horizontal_pairs_avx512, pil_horizontal_pairs_avx512_vnni,
+    pil_horizontal_pairs_avx512_vbmi;
 PilVertical pil_vertical_avx2, pil_vertical_avx512, pil_vertical_avx512_vnni;
 Split split_rgb_avx2, split_rgba_avx2;
 EmitRows<float> emit_rows_f32_avx2;

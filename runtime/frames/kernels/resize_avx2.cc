@@ -24,10 +24,10 @@ __m256i dot8(const uint8_t* p, const int32_t* k) {
 // Rounds and shifts 8 sums given as 256 * hi + lo (see TapTablesView). The clamp to 0..255 is the
 // saturating packs that follow (int32 -> uint16 -> uint8): exact, as a shifted sum is at most 64
 // taps * 255 * 2 (|k| < 2^23) < 2^15 in magnitude, so no value wraps on the way.
-__m256i shift8x8(__m256i hi, __m256i lo) {
-  const __m256i sum = _mm256_add_epi32(_mm256_add_epi32(_mm256_slli_epi32(hi, 8), lo),
-                                       _mm256_set1_epi32(1 << (kPilPrecisionBits - 1)));
-  return _mm256_srai_epi32(sum, kPilPrecisionBits);
+// The low halves' accumulators start at the rounding half (rounding8), which saves an add here.
+__m256i rounding8() { return _mm256_set1_epi32(1 << (kPilPrecisionBits - 1)); }
+__m256i shift8x8(__m256i hi, __m256i lo_rounded) {
+  return _mm256_srai_epi32(_mm256_add_epi32(_mm256_slli_epi32(hi, 8), lo_rounded), kPilPrecisionBits);
 }
 
 }  // namespace
@@ -59,15 +59,18 @@ void pil_horizontal_k8_avx2(const uint8_t* planes, size_t stride, const int32_t*
   pil_horizontal_k8_portable(planes, stride, first, k8, c, c1, dst + (c - c0) * 3);
 }
 
+namespace {
+
 // The same pass two taps at a time, 8 outputs of each channel per block: each 128-bit lane holds 16
 // plane bytes from its 4 outputs' first tap on; per pair of taps one byte shuffle gives the 4
 // outputs' two pixels as int16, and two int16 multiply-adds (madd) with the coefficients' high and
 // low parts give exact int32 sums (|hi| < 2^15, 0 <= lo < 256). A shuffle, two madds and their
 // adds do what four 32-bit multiplies did. Blocks whose windows do not fit 16 bytes (scales above
-// ~2) fall back to pil_horizontal_k8_avx2.
-void pil_horizontal_pairs_avx2(const uint8_t* planes, size_t stride, const TapTablesView& t,
-                               const int32_t* first, const int32_t* k8, size_t c0, size_t c1,
-                               uint8_t* dst) {
+// ~2) fall back to pil_horizontal_k8_avx2. kPairs: t.pairs as a constant, or 0 (with_pairs).
+template <int32_t kPairs>
+void horizontal_pairs_n(const uint8_t* planes, size_t stride, const TapTablesView& t, const int32_t* first,
+                        const int32_t* k8, size_t c0, size_t c1, uint8_t* dst) {
+  const size_t pairs = kPairs > 0 ? kPairs : t.pairs;
   const __m256i interleave = _mm256_broadcastsi128_si256(_mm_setr_epi8(0, 4, 8, 1, 5, 9, 2, 6, 10, 3, 7, 11, -1, -1, -1, -1));
   const size_t blocks = (c1 - c0) / 8;
   for (size_t b = 0; b < blocks; ++b) {
@@ -77,18 +80,19 @@ void pil_horizontal_pairs_avx2(const uint8_t* planes, size_t stride, const TapTa
       pil_horizontal_k8_avx2(planes, stride, first, k8, x, x + 8, d);
       continue;
     }
-    const __m256i* idx = reinterpret_cast<const __m256i*>(&t.index[b * t.pairs * 32]);
-    const __m256i* kh = reinterpret_cast<const __m256i*>(&t.hi[b * t.pairs * 16]);
-    const __m256i* kl = reinterpret_cast<const __m256i*>(&t.lo[b * t.pairs * 16]);
+    const __m256i* idx = reinterpret_cast<const __m256i*>(&t.index[b * pairs * 32]);
+    const __m256i* kh = reinterpret_cast<const __m256i*>(&t.hi[b * pairs * 16]);
+    const __m256i* kl = reinterpret_cast<const __m256i*>(&t.lo[b * pairs * 16]);
     __m256i w[3], hi[3], lo[3];
     for (size_t ch = 0; ch < 3; ++ch) {
       const uint8_t* p = planes + ch * stride;
       w[ch] = _mm256_inserti128_si256(
           _mm256_castsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + first[x]))),
           _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + first[x + 4])), 1);
-      hi[ch] = lo[ch] = _mm256_setzero_si256();
+      hi[ch] = _mm256_setzero_si256();
+      lo[ch] = rounding8();
     }
-    for (size_t i = 0; i < t.pairs; ++i) {
+    for (size_t i = 0; i < pairs; ++i) {
       const __m256i ix = _mm256_loadu_si256(idx + i), h = _mm256_loadu_si256(kh + i), l = _mm256_loadu_si256(kl + i);
       for (size_t ch = 0; ch < 3; ++ch) {
         const __m256i px = _mm256_shuffle_epi8(w[ch], ix);
@@ -111,20 +115,20 @@ void pil_horizontal_pairs_avx2(const uint8_t* planes, size_t stride, const TapTa
   pil_horizontal_k8_avx2(planes, stride, first, k8, c0 + 8 * blocks, c1, dst + 8 * blocks * 3);
 }
 
+// 16 output values at a time, two rows (taps) at a time: the rows' bytes widened to int16 and
 // interleaved, so one madd per coefficient half (see TapTablesView) adds both rows' products exactly.
-void pil_vertical_avx2(const uint8_t* const* rows, const int32_t* k, int32_t count, size_t n,
-                       uint8_t* out) {
-  const RowPairs rp(rows, k, count);
-  const int32_t pairs = rp.pairs;
+// kPairs: rp.pairs as a constant, or 0 (with_pairs).
+template <int32_t kPairs>
+void vertical_n(const RowPairs& rp, size_t n, uint8_t* out) {
+  const int32_t pairs = kPairs > 0 ? kPairs : rp.pairs;
   const uint8_t* const* r = rp.rows;
   __m256i kh[RowPairs::kMax], kl[RowPairs::kMax];
   for (int32_t i = 0; i < pairs; ++i) {
     kh[i] = _mm256_set1_epi32(rp.hi[i]);
     kl[i] = _mm256_set1_epi32(rp.lo[i]);
   }
-  size_t x = 0;
-  for (; x + 16 <= n; x += 16) {
-    __m256i hi_a = _mm256_setzero_si256(), lo_a = hi_a, hi_b = hi_a, lo_b = hi_a;
+  for (size_t x = 0; x + 16 <= n; x += 16) {  // the entry point does the tail
+    __m256i hi_a = _mm256_setzero_si256(), hi_b = hi_a, lo_a = rounding8(), lo_b = lo_a;
     for (int32_t i = 0; i < pairs; ++i) {
       const __m256i a = _mm256_cvtepu8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(r[2 * i] + x)));
       const __m256i b = _mm256_cvtepu8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(r[2 * i + 1] + x)));
@@ -139,8 +143,19 @@ void pil_vertical_avx2(const uint8_t* const* rows, const int32_t* k, int32_t cou
     const __m128i bytes = _mm_packus_epi16(_mm256_castsi256_si128(words), _mm256_extracti128_si256(words, 1));
     _mm_storeu_si128(reinterpret_cast<__m128i*>(out + x), bytes);
   }
-  pil_vertical_from_portable(rows, k, count, x, n, out);
 }
 
+}  // namespace
+
+void pil_horizontal_pairs_avx2(const uint8_t* planes, size_t stride, const TapTablesView& t, const int32_t* first,
+                               const int32_t* k8, size_t c0, size_t c1, uint8_t* dst) {
+  with_pairs(t.pairs, [&](auto p) { horizontal_pairs_n<decltype(p)::value>(planes, stride, t, first, k8, c0, c1, dst); });
+}
+
+void pil_vertical_avx2(const uint8_t* const* rows, const int32_t* k, int32_t count, size_t n, uint8_t* out) {
+  const RowPairs rp(rows, k, count);
+  with_pairs(static_cast<size_t>(rp.pairs), [&](auto p) { vertical_n<decltype(p)::value>(rp, n, out); });
+  pil_vertical_from_portable(rows, k, count, n / 16 * 16, n, out);
+}
 
 }  // namespace patchfuse

@@ -3,17 +3,10 @@
 #include "runtime/frames/kernels/resize_avx512.h"
 
 namespace patchfuse {
-namespace {
-
-struct MaddAdd {
-  static __m512i apply(__m512i acc, __m512i a, __m512i b) { return _mm512_add_epi32(acc, _mm512_madd_epi16(a, b)); }
-};
-
-}  // namespace
 
 void pil_horizontal_pairs_avx512(const uint8_t* planes, size_t stride, const TapTablesView& t, const int32_t* first,
                                  const int32_t* k8, size_t c0, size_t c1, uint8_t* dst) {
-  horizontal_pairs_avx512<MaddAdd>(planes, stride, t, first, k8, c0, c1, dst);
+  horizontal_pairs_avx512<MaddAdd, LaneWindows>(planes, stride, t, first, k8, c0, c1, dst);
 }
 
 void pil_vertical_avx512(const uint8_t* const* rows, const int32_t* k, int32_t count, size_t n, uint8_t* out) {

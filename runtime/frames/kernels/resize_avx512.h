@@ -1,7 +1,9 @@
 // The pil passes on 512-bit vectors (AVX-512 F, BW and VL): twice the outputs per instruction,
-// the same integer sums, so the same bytes. Written once over a multiply-add Madd, which
-// resize_avx512.cc (madd + add) and resize_avx512_vnni.cc (vpdpwssd) define and compile for their
-// own flags.
+// the same integer sums, so the same bytes. Written once over a multiply-add Madd (MaddAdd, or
+// MaddAddVnni where the including file is compiled with VNNI) and, for the horizontal pass, a
+// Window that loads a block's source pixels and places each pair's (LaneWindows here; VBMI's
+// BlockWindow in resize_avx512_vbmi.cc). resize_avx512{,_vnni,_vbmi}.cc instantiate them with
+// their own flags.
 #pragma once
 
 #include <immintrin.h>
@@ -12,18 +14,43 @@
 namespace patchfuse {
 namespace {
 
-__m512i shift8x16(__m512i hi, __m512i lo) {  // shift8x8's, 16 sums
-  const __m512i sum = _mm512_add_epi32(_mm512_add_epi32(_mm512_slli_epi32(hi, 8), lo),
-                                       _mm512_set1_epi32(1 << (kPilPrecisionBits - 1)));
-  return _mm512_srai_epi32(sum, kPilPrecisionBits);
+struct MaddAdd {
+  static __m512i apply(__m512i acc, __m512i a, __m512i b) { return _mm512_add_epi32(acc, _mm512_madd_epi16(a, b)); }
+};
+#if defined(__AVX512VNNI__)
+struct MaddAddVnni {  // vpdpwssd: madd + add in one instruction
+  static __m512i apply(__m512i acc, __m512i a, __m512i b) { return _mm512_dpwssd_epi32(acc, a, b); }
+};
+#endif
+
+// Four 16-byte loads a channel, one a lane of 4 outputs from its first pixel, placed by vpshufb
+// (its 0x80 indices write the int16s' zero high bytes). TapTables' window 4.
+struct LaneWindows {
+  static __m512i load(const uint8_t* p, const int32_t* first, size_t x) {
+    const auto at = [&](size_t i) { return _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + first[x + i])); };
+    __m512i v = _mm512_castsi128_si512(at(0));
+    v = _mm512_inserti32x4(v, at(4), 1);
+    v = _mm512_inserti32x4(v, at(8), 2);
+    return _mm512_inserti32x4(v, at(12), 3);
+  }
+  static __m512i place(__m512i w, __m512i index) { return _mm512_shuffle_epi8(w, index); }
+};
+
+// The low halves' accumulators start at Pillow's rounding half, which saves shift8x8's add.
+__m512i rounding16() { return _mm512_set1_epi32(1 << (kPilPrecisionBits - 1)); }
+__m512i shift8x16(__m512i hi, __m512i lo_rounded) {  // 16 sums (hi * 256 + lo + half) >> 22
+  return _mm512_srai_epi32(_mm512_add_epi32(_mm512_slli_epi32(hi, 8), lo_rounded), kPilPrecisionBits);
 }
 
 // pil_horizontal_pairs_avx2 with four lanes of 4 outputs: 16 outputs a block (TapTablesView.block 16).
-// Madd::apply(acc, a, b): acc + the int16 pairs' multiply-adds of a and b.
-template <class Madd>
-void horizontal_pairs_avx512(const uint8_t* planes, size_t stride, const TapTablesView& t,
-                             const int32_t* first, const int32_t* k8, size_t c0, size_t c1,
-                             uint8_t* dst) {
+// Madd::apply(acc, a, b): acc + the int16 pairs' multiply-adds of a and b. Window::load(p, first,
+// x): the pixels of block x's window(s) in channel plane p; Window::place(w, index): a pair's two
+// pixels an output as int16s.
+// kPairs: t.pairs as a constant, or 0 (with_pairs).
+template <class Madd, class Window, int32_t kPairs>
+void horizontal_pairs_n(const uint8_t* planes, size_t stride, const TapTablesView& t, const int32_t* first,
+                        const int32_t* k8, size_t c0, size_t c1, uint8_t* dst) {
+  const size_t pairs = kPairs > 0 ? kPairs : t.pairs;
   const __m512i interleave =
       _mm512_broadcast_i32x4(_mm_setr_epi8(0, 4, 8, 1, 5, 9, 2, 6, 10, 3, 7, 11, -1, -1, -1, -1));
   // Each lane's 12 RGB bytes are its first three dwords: these put the 48 bytes together.
@@ -36,23 +63,20 @@ void horizontal_pairs_avx512(const uint8_t* planes, size_t stride, const TapTabl
       pil_horizontal_k8_avx2(planes, stride, first, k8, x, x + 16, d);
       continue;
     }
-    const uint8_t* idx = &t.index[b * t.pairs * 64];
-    const int16_t* kh = &t.hi[b * t.pairs * 32];
-    const int16_t* kl = &t.lo[b * t.pairs * 32];
+    const uint8_t* idx = &t.index[b * pairs * 64];
+    const int16_t* kh = &t.hi[b * pairs * 32];
+    const int16_t* kl = &t.lo[b * pairs * 32];
     __m512i w[3], hi[3], lo[3];
     for (size_t ch = 0; ch < 3; ++ch) {
-      const uint8_t* p = planes + ch * stride;
-      __m512i v = _mm512_castsi128_si512(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + first[x])));
-      v = _mm512_inserti32x4(v, _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + first[x + 4])), 1);
-      v = _mm512_inserti32x4(v, _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + first[x + 8])), 2);
-      w[ch] = _mm512_inserti32x4(v, _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + first[x + 12])), 3);
-      hi[ch] = lo[ch] = _mm512_setzero_si512();
+      w[ch] = Window::load(planes + ch * stride, first, x);
+      hi[ch] = _mm512_setzero_si512();
+      lo[ch] = rounding16();
     }
-    for (size_t i = 0; i < t.pairs; ++i) {
+    for (size_t i = 0; i < pairs; ++i) {
       const __m512i ix = _mm512_loadu_si512(idx + 64 * i), h = _mm512_loadu_si512(kh + 32 * i),
                     l = _mm512_loadu_si512(kl + 32 * i);
       for (size_t ch = 0; ch < 3; ++ch) {
-        const __m512i px = _mm512_shuffle_epi8(w[ch], ix);
+        const __m512i px = Window::place(w[ch], ix);
         hi[ch] = Madd::apply(hi[ch], px, h);
         lo[ch] = Madd::apply(lo[ch], px, l);
       }
@@ -61,17 +85,32 @@ void horizontal_pairs_avx512(const uint8_t* planes, size_t stride, const TapTabl
         _mm512_packus_epi16(_mm512_packus_epi32(shift8x16(hi[0], lo[0]), shift8x16(hi[1], lo[1])),
                             _mm512_packus_epi32(shift8x16(hi[2], lo[2]), _mm512_setzero_si512())),
         interleave);
-    _mm512_mask_storeu_epi32(d, 0x0FFF, _mm512_permutexvar_epi32(compact, bytes));
+    // 48 bytes: a whole 64-byte store where the next block overwrites the rest (masked stores
+    // cost more, notably on AMD), a masked one for the last.
+    const __m512i rgb = _mm512_permutexvar_epi32(compact, bytes);
+    if (b + 1 < blocks) {
+      _mm512_storeu_si512(d, rgb);
+    } else {
+      _mm512_mask_storeu_epi32(d, 0x0FFF, rgb);
+    }
   }
   pil_horizontal_k8_avx2(planes, stride, first, k8, c0 + 16 * blocks, c1, dst + 16 * blocks * 3);
 }
 
+template <class Madd, class Window>
+void horizontal_pairs_avx512(const uint8_t* planes, size_t stride, const TapTablesView& t,
+                             const int32_t* first, const int32_t* k8, size_t c0, size_t c1,
+                             uint8_t* dst) {
+  with_pairs(t.pairs, [&](auto p) {
+    horizontal_pairs_n<Madd, Window, decltype(p)::value>(planes, stride, t, first, k8, c0, c1, dst);
+  });
+}
+
 // pil_vertical_avx2 on 32 values at a time; the last, shorter step masks its loads and stores.
-template <class Madd>
-void vertical_avx512(const uint8_t* const* rows, const int32_t* k, int32_t count, size_t n,
-                     uint8_t* out) {
-  const RowPairs rp(rows, k, count);
-  const int32_t pairs = rp.pairs;
+// kPairs: rp.pairs as a constant, or 0 (with_pairs).
+template <class Madd, int32_t kPairs>
+void vertical_n(const RowPairs& rp, size_t n, uint8_t* out) {
+  const int32_t pairs = kPairs > 0 ? kPairs : rp.pairs;
   const uint8_t* const* r = rp.rows;
   __m512i kh[RowPairs::kMax], kl[RowPairs::kMax];
   for (int32_t i = 0; i < pairs; ++i) {
@@ -81,7 +120,7 @@ void vertical_avx512(const uint8_t* const* rows, const int32_t* k, int32_t count
   for (size_t x = 0; x < n; x += 32) {
     const size_t m = n - x < 32 ? n - x : 32;
     const auto mask = static_cast<__mmask32>(m == 32 ? ~0u : (1u << m) - 1);
-    __m512i hi_a = _mm512_setzero_si512(), lo_a = hi_a, hi_b = hi_a, lo_b = hi_a;
+    __m512i hi_a = _mm512_setzero_si512(), hi_b = hi_a, lo_a = rounding16(), lo_b = lo_a;
     for (int32_t i = 0; i < pairs; ++i) {
       const __m512i a = _mm512_cvtepu8_epi16(_mm256_maskz_loadu_epi8(mask, r[2 * i] + x));
       const __m512i b = _mm512_cvtepu8_epi16(_mm256_maskz_loadu_epi8(mask, r[2 * i + 1] + x));
@@ -95,6 +134,13 @@ void vertical_avx512(const uint8_t* const* rows, const int32_t* k, int32_t count
     const __m512i words = _mm512_packus_epi32(shift8x16(hi_a, lo_a), shift8x16(hi_b, lo_b));
     _mm256_mask_storeu_epi8(out + x, mask, _mm512_cvtusepi16_epi8(words));  // saturating, as packus_epi16
   }
+}
+
+template <class Madd>
+void vertical_avx512(const uint8_t* const* rows, const int32_t* k, int32_t count, size_t n,
+                     uint8_t* out) {
+  const RowPairs rp(rows, k, count);
+  with_pairs(static_cast<size_t>(rp.pairs), [&](auto p) { vertical_n<Madd, decltype(p)::value>(rp, n, out); });
 }
 
 }  // namespace

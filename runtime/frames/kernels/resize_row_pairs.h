@@ -1,5 +1,5 @@
-// The vertical kernels' tap pairs, shared by the AVX2 and AVX-512 forms (each compiles its own
-// copy: internal linkage, kernels.h says why).
+// The vertical kernels' tap pairs and the pair count as a constant, shared by the AVX2 and
+// AVX-512 forms (each compiles its own copy: internal linkage, kernels.h says why).
 #pragma once
 
 #include <cstddef>
@@ -26,7 +26,24 @@ struct RowPairs {
   }
 };
 
-// 16 output values at a time, two rows (taps) at a time: the rows' bytes widened to int16 and
+// The kernels' loops over pairs of taps run with the count as a constant where it is small, so
+// that they unroll and keep the coefficients and accumulators in registers: with_pairs calls
+// f(Pairs<P>{}) for counts P = 1 to 4 (upscales, and downscales to 1.5x bicubic or 2x bilinear),
+// f(Pairs<0>{}) for any other count, whose loop reads it at run time.
+template <int32_t P>
+struct Pairs {
+  static constexpr int32_t value = P;
+};
+template <class F>
+void with_pairs(size_t pairs, F&& f) {
+  switch (pairs) {
+    case 1: return f(Pairs<1>{});
+    case 2: return f(Pairs<2>{});
+    case 3: return f(Pairs<3>{});
+    case 4: return f(Pairs<4>{});
+    default: return f(Pairs<0>{});
+  }
+}
 
 }  // namespace
 }  // namespace patchfuse
