@@ -52,14 +52,16 @@ TEST_P(FrameKernels, EachLevelRunsItsNamedForms) {
   EXPECT_NE(form().resize.horizontal, nullptr);
   EXPECT_NE(form().resize.vertical, nullptr);
 #if defined(__x86_64__)
-  const char* rows = "avx2";  // AVX-512 adds resize forms only
+  const char* rows = "avx2";  // AVX-512 adds resize forms, and VBMI a plane split
   EXPECT_EQ(form().resize.block, level >= SimdLevel::kAvx512 ? 16u : 8u);
+  EXPECT_EQ(form().resize.window, level == SimdLevel::kAvx512Vbmi ? 16u : 4u);
+  EXPECT_STREQ(form().planes.name, level == SimdLevel::kAvx512Vbmi ? "avx512_vbmi" : rows);
 #else
   const char* rows = "neon";
   EXPECT_EQ(form().resize.block, 8u);
   EXPECT_EQ(form().resize.quads, level == SimdLevel::kNeonDotprod);
-#endif
   EXPECT_STREQ(form().planes.name, rows);
+#endif
   EXPECT_STREQ(form().gather.name, rows);
 }
 

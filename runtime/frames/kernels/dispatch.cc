@@ -16,7 +16,8 @@ constexpr PlanesForm kAvx2Planes{"avx2", split_rgb_avx2, split_rgba_avx2};
 constexpr GatherForm kAvx2Gather{"avx2", emit_rows_f32_avx2, emit_rows_bf16_avx2};
 constexpr FrameKernels kAvx2{SimdLevel::kAvx2, {"avx2", 8, 4, false, pil_horizontal_pairs_avx2, pil_vertical_avx2},
                              kAvx2Planes, kAvx2Gather};
-// AVX-512 adds resize forms only: the plane splits and the gather rows are bound by their loads.
+// AVX-512 adds resize forms, and with VBMI a plane split (vpermb); the gather rows are bound by
+// their loads.
 constexpr FrameKernels kAvx512{SimdLevel::kAvx512,
                                {"avx512", 16, 4, false, pil_horizontal_pairs_avx512, pil_vertical_avx512},
                                kAvx2Planes, kAvx2Gather};
@@ -24,11 +25,12 @@ constexpr FrameKernels kAvx512Vnni{
     SimdLevel::kAvx512Vnni,
     {"avx512_vnni", 16, 4, false, pil_horizontal_pairs_avx512_vnni, pil_vertical_avx512_vnni},
     kAvx2Planes, kAvx2Gather};
-// VBMI changes the horizontal pass's loads: one 64-byte window a channel, placed by vpermb.
+// VBMI changes the horizontal pass's loads (one 64-byte window a channel, placed by vpermb) and
+// the plane splits.
 constexpr FrameKernels kAvx512Vbmi{
     SimdLevel::kAvx512Vbmi,
     {"avx512_vbmi", 16, 16, false, pil_horizontal_pairs_avx512_vbmi, pil_vertical_avx512_vnni},
-    kAvx2Planes, kAvx2Gather};
+    {"avx512_vbmi", split_rgb_avx512_vbmi, split_rgba_avx512_vbmi}, kAvx2Gather};
 #else
 constexpr PlanesForm kNeonPlanes{"neon", split_rgb_neon, split_rgba_neon};
 constexpr GatherForm kNeonGather{"neon", emit_rows_f32_neon, emit_rows_bf16_neon};

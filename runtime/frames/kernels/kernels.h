@@ -143,7 +143,7 @@ PilHorizontalK8 pil_horizontal_k8_avx2;
 PilHorizontal pil_horizontal_pairs_avx2, pil_horizontal_pairs_avx512, pil_horizontal_pairs_avx512_vnni,
     pil_horizontal_pairs_avx512_vbmi;
 PilVertical pil_vertical_avx2, pil_vertical_avx512, pil_vertical_avx512_vnni;
-Split split_rgb_avx2, split_rgba_avx2;
+Split split_rgb_avx2, split_rgba_avx2, split_rgb_avx512_vbmi, split_rgba_avx512_vbmi;
 EmitRows<float> emit_rows_f32_avx2;
 EmitRows<uint16_t> emit_rows_bf16_avx2;
 // ARM: aarch64 and armhf; the dot-product form on aarch64 only.

@@ -115,11 +115,13 @@ void horizontal_pairs_n(const uint8_t* planes, size_t stride, const TapTablesVie
   pil_horizontal_k8_avx2(planes, stride, first, k8, c0 + 8 * blocks, c1, dst + 8 * blocks * 3);
 }
 
-// 16 output values at a time, two rows (taps) at a time: the rows' bytes widened to int16 and
-// interleaved, so one madd per coefficient half (see TapTablesView) adds both rows' products exactly.
-// kPairs: rp.pairs as a constant, or 0 (with_pairs).
+// 32 output values at a time, two rows (taps) at a time: the rows' bytes interleaved (a, b)
+// byte by byte, then with zeros, give per 128-bit lane the int16 pairs of values 0-3, 4-7, 8-11 and
+// 12-15, so one madd per coefficient half (see TapTablesView) adds both rows' products exactly,
+// and the in-lane packs at the end put the values back in order. kPairs: rp.pairs as a constant,
+// or 0 (with_pairs). Returns the values done; the portable pass does the rest.
 template <int32_t kPairs>
-void vertical_n(const RowPairs& rp, size_t n, uint8_t* out) {
+size_t vertical_n(const RowPairs& rp, size_t n, uint8_t* out) {
   const int32_t pairs = kPairs > 0 ? kPairs : rp.pairs;
   const uint8_t* const* r = rp.rows;
   __m256i kh[RowPairs::kMax], kl[RowPairs::kMax];
@@ -127,22 +129,30 @@ void vertical_n(const RowPairs& rp, size_t n, uint8_t* out) {
     kh[i] = _mm256_set1_epi32(rp.hi[i]);
     kl[i] = _mm256_set1_epi32(rp.lo[i]);
   }
-  for (size_t x = 0; x + 16 <= n; x += 16) {  // the entry point does the tail
-    __m256i hi_a = _mm256_setzero_si256(), hi_b = hi_a, lo_a = rounding8(), lo_b = lo_a;
-    for (int32_t i = 0; i < pairs; ++i) {
-      const __m256i a = _mm256_cvtepu8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(r[2 * i] + x)));
-      const __m256i b = _mm256_cvtepu8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(r[2 * i + 1] + x)));
-      const __m256i ab_lo = _mm256_unpacklo_epi16(a, b), ab_hi = _mm256_unpackhi_epi16(a, b);  // x 0-3|8-11, 4-7|12-15
-      hi_a = _mm256_add_epi32(hi_a, _mm256_madd_epi16(ab_lo, kh[i]));
-      lo_a = _mm256_add_epi32(lo_a, _mm256_madd_epi16(ab_lo, kl[i]));
-      hi_b = _mm256_add_epi32(hi_b, _mm256_madd_epi16(ab_hi, kh[i]));
-      lo_b = _mm256_add_epi32(lo_b, _mm256_madd_epi16(ab_hi, kl[i]));
+  const __m256i zero = _mm256_setzero_si256();
+  size_t x = 0;
+  for (; x + 32 <= n; x += 32) {
+    __m256i hi[4], lo[4];
+    for (size_t q = 0; q < 4; ++q) {
+      hi[q] = zero;
+      lo[q] = rounding8();
     }
-    // packus_epi32 per lane: x 0-3, 4-7 | 8-11, 12-15, so the words are in order.
-    const __m256i words = _mm256_packus_epi32(shift8x8(hi_a, lo_a), shift8x8(hi_b, lo_b));
-    const __m128i bytes = _mm_packus_epi16(_mm256_castsi256_si128(words), _mm256_extracti128_si256(words, 1));
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(out + x), bytes);
+    for (int32_t i = 0; i < pairs; ++i) {
+      const __m256i a = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(r[2 * i] + x));
+      const __m256i b = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(r[2 * i + 1] + x));
+      const __m256i ab_lo = _mm256_unpacklo_epi8(a, b), ab_hi = _mm256_unpackhi_epi8(a, b);
+      const __m256i px[4] = {_mm256_unpacklo_epi8(ab_lo, zero), _mm256_unpackhi_epi8(ab_lo, zero),
+                             _mm256_unpacklo_epi8(ab_hi, zero), _mm256_unpackhi_epi8(ab_hi, zero)};
+      for (size_t q = 0; q < 4; ++q) {
+        hi[q] = _mm256_add_epi32(hi[q], _mm256_madd_epi16(px[q], kh[i]));
+        lo[q] = _mm256_add_epi32(lo[q], _mm256_madd_epi16(px[q], kl[i]));
+      }
+    }
+    const __m256i bytes = _mm256_packus_epi16(_mm256_packus_epi32(shift8x8(hi[0], lo[0]), shift8x8(hi[1], lo[1])),
+                                              _mm256_packus_epi32(shift8x8(hi[2], lo[2]), shift8x8(hi[3], lo[3])));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + x), bytes);
   }
+  return x;
 }
 
 }  // namespace
@@ -154,8 +164,9 @@ void pil_horizontal_pairs_avx2(const uint8_t* planes, size_t stride, const TapTa
 
 void pil_vertical_avx2(const uint8_t* const* rows, const int32_t* k, int32_t count, size_t n, uint8_t* out) {
   const RowPairs rp(rows, k, count);
-  with_pairs(static_cast<size_t>(rp.pairs), [&](auto p) { vertical_n<decltype(p)::value>(rp, n, out); });
-  pil_vertical_from_portable(rows, k, count, n / 16 * 16, n, out);
+  const size_t done =
+      with_pairs(static_cast<size_t>(rp.pairs), [&](auto p) { return vertical_n<decltype(p)::value>(rp, n, out); });
+  pil_vertical_from_portable(rows, k, count, done, n, out);
 }
 
 }  // namespace patchfuse

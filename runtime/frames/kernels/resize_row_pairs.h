@@ -35,7 +35,7 @@ struct Pairs {
   static constexpr int32_t value = P;
 };
 template <class F>
-void with_pairs(size_t pairs, F&& f) {
+auto with_pairs(size_t pairs, F&& f) {  // what f returns
   switch (pairs) {
     case 1: return f(Pairs<1>{});
     case 2: return f(Pairs<2>{});
