@@ -52,10 +52,15 @@ TEST_P(FrameKernels, EachLevelRunsItsNamedForms) {
   EXPECT_NE(form().resize.horizontal, nullptr);
   EXPECT_NE(form().resize.vertical, nullptr);
 #if defined(__x86_64__)
-  const char* rows = "avx2";  // AVX-512 adds resize forms, and VBMI a plane split
+  // AVX-512 adds resize forms, and VBMI a plane split and rows straight from RGB rows.
+  const bool vbmi = level == SimdLevel::kAvx512Vbmi;
+  const char* rows = vbmi ? "avx512_vbmi" : "avx2";
   EXPECT_EQ(form().resize.block, level >= SimdLevel::kAvx512 ? 16u : 8u);
-  EXPECT_EQ(form().resize.window, level == SimdLevel::kAvx512Vbmi ? 16u : 4u);
-  EXPECT_STREQ(form().planes.name, level == SimdLevel::kAvx512Vbmi ? "avx512_vbmi" : rows);
+  EXPECT_EQ(form().resize.window, vbmi ? 16u : 4u);
+  EXPECT_STREQ(form().planes.name, rows);
+  EXPECT_EQ(form().gather.rgb_u8 != nullptr, vbmi);
+  EXPECT_EQ(form().gather.rgb_f32 != nullptr, vbmi);
+  EXPECT_EQ(form().gather.rgb_bf16 != nullptr, vbmi);
 #else
   const char* rows = "neon";
   EXPECT_EQ(form().resize.block, 8u);
@@ -104,6 +109,51 @@ TEST_P(FrameKernels, GatherRowsAreThePortableRows) {
           std::vector<uint16_t> got16(rows, 0xBEEF), want16(rows, 0xBEEF);
           form().gather.bf16(row, got16.data());
           portable().gather.bf16(row, want16.data());
+          ASSERT_EQ(got16, want16);
+        }
+      }
+    }
+  }
+}
+
+// The rows straight from RGB rows (forms that have them) against the portable rows from the
+// portable planes of the same rows: patch sizes 1, 8, 14 and 16 (all the form takes), merges 1
+// and 2, one or two time steps, rows at odd addresses; the guard after the block stays untouched.
+TEST_P(FrameKernels, RgbRowsAreThePortableRows) {
+  const GatherForm& g = form().gather;
+  if (g.rgb_u8 == nullptr) GTEST_SKIP() << simd_level_name(GetParam()) << " gathers from planes only";
+  for (const int64_t P : {1, 8, 14, 16}) {
+    for (const int64_t M : {1, 2}) {
+      for (const int64_t tps : {1, 2}) {
+        const int64_t channels = 3, grid_w = 3 * M, k = channels * tps * P * P;
+        const auto width = static_cast<size_t>(grid_w * P), stride = width * 3 + 5;
+        const auto image = random_bytes(static_cast<size_t>(tps * P) * stride + 1, static_cast<uint32_t>(P * 10 + M + tps));
+        std::vector<const uint8_t*> rows;
+        std::vector<uint8_t> planes(static_cast<size_t>(tps * channels * P) * width + 16);
+        for (int64_t t = 0; t < tps; ++t) {
+          for (int64_t y = 0; y < P; ++y) {
+            rows.push_back(image.data() + 1 + static_cast<size_t>(t * P + y) * stride);
+            uint8_t* plane = planes.data() + static_cast<size_t>(t * channels * P + y) * width;
+            const size_t plane_stride = static_cast<size_t>(P) * width;
+            portable().planes.rgb(rows.back(), width, plane, plane + plane_stride, plane + 2 * plane_stride);
+          }
+        }
+        const auto n = static_cast<size_t>(M * grid_w * k) + 32;  // the block's rows and a guard
+        for (int64_t mh = 0; mh < M; ++mh) {
+          SCOPED_TRACE(testing::Message() << "P " << P << " M " << M << " tps " << tps << " mh " << mh);
+          const MergeRow from_planes{planes.data(), width, P, M, grid_w, channels, tps, mh, k};
+          const RgbMergeRow from_rgb{rows.data(), P, M, grid_w, tps, mh, k};
+          std::vector<uint8_t> got8(n, 0xA5), want8(n, 0xA5);
+          g.rgb_u8(from_rgb, got8.data());
+          emit_rows_u8_portable(from_planes, want8.data());
+          ASSERT_EQ(got8, want8);
+          std::vector<float> got(n, -7.0f), want(n, -7.0f);
+          g.rgb_f32(from_rgb, got.data());
+          portable().gather.f32(from_planes, want.data());
+          ASSERT_EQ(got, want);
+          std::vector<uint16_t> got16(n, 0xBEEF), want16(n, 0xBEEF);
+          g.rgb_bf16(from_rgb, got16.data());
+          portable().gather.bf16(from_planes, want16.data());
           ASSERT_EQ(got16, want16);
         }
       }

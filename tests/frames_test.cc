@@ -78,8 +78,8 @@ TEST_P(FramesTest, GatherOrderIsHuggingFaces) {
   const ModuleView& m = file->view.modules[0];
   const Preprocessing& p = *m.preprocessing;
   const int64_t C = 3, T = p.temporal_patch_size, PP = p.patch_size * p.patch_size;
-  // Every SIMD level this process has: the plane split and row forms of each (frame_kernels_test.cc
-  // holds them to the portable forms; this holds them to the processor).
+  // Every SIMD level this process has: the plane split and row forms of each, or its rows straight
+  // from RGB rows (frame_kernels_test.cc holds them to the portable forms; this to the processor).
   for (const SimdLevel level : kSimdLevels) {
     if (level > simd_level()) continue;
     const FrameKernels& forms = frame_kernels(level);
@@ -107,6 +107,12 @@ TEST_P(FramesTest, GatherOrderIsHuggingFaces) {
                     by_block.data() + b * (g.rows() / blocks) * k, forms);
       }
       ASSERT_EQ(by_block, rows);
+      // The int8 gather (the pixels as they are) holds the same pixels.
+      std::vector<uint8_t> rows8(rows.size());
+      gather_rows(f.pointers().data(), f.t, f.width * 3, 0, g, p, C, still, 0, blocks, rows8.data(), forms);
+      for (size_t i = 0; i < rows.size(); ++i) {
+        ASSERT_EQ(rows8[i], static_cast<float>(rows[i] / kPixelScale + kPixelCentre)) << i;
+      }
       // The bf16 gather (what a bf16 kernel takes) holds the same values exactly.
       std::vector<uint16_t> rows16(rows.size());
       gather_rows(f.pointers().data(), f.t, f.width * 3, 0, g, p, C, still, 0, blocks, rows16.data(), forms);
@@ -362,6 +368,49 @@ TEST(Int8Quantization, BiasCancelsTheCentringExactly) {
         const double want = scale * centred + static_cast<double>(f.bias[o]);
         // The bias is stored as f32: its rounding, 6e-8 of |b'| + 128 * scale * |sum q|, bounds the difference.
         EXPECT_NEAR(got, want, 1e-6 * (std::fabs(f.bias[o]) + scale * magnitude)) << "channel " << o << " row " << r;
+      }
+    }
+  }
+}
+
+// Every level's gather against the baseline's (which GatherOrderIsHuggingFaces holds to the
+// processor) on shapes the fixtures lack: 1 and 3 channels, patch sizes 4 and 16 (the rows straight
+// from RGB rows) and 17 and 32 (beyond them: planes), merges 1 and 2, a still image and three frames.
+TEST(GatherRows, EveryLevelIsTheBaselineOnAnyShape) {
+  for (const int64_t C : {1, 3}) {
+    for (const int64_t P : {4, 16, 17, 32}) {
+      for (const int64_t M : {1, 2}) {
+        for (const size_t t : {1u, 3u}) {
+          Preprocessing p;
+          p.patch_size = P;
+          p.merge_size = M;
+          p.temporal_patch_size = 2;
+          const bool still = t == 1;
+          const FrameGrid g{2, 2 * M, 3 * M};
+          const auto height = static_cast<size_t>(g.h * P), width = static_cast<size_t>(g.w * P) + 3;
+          const size_t stride = width * static_cast<size_t>(C);
+          std::vector<uint8_t> bytes(t * height * stride);
+          for (size_t i = 0; i < bytes.size(); ++i) bytes[i] = static_cast<uint8_t>((i * 2654435761u) >> 24);
+          std::vector<const uint8_t*> frames;
+          for (size_t f = 0; f < t; ++f) frames.push_back(bytes.data() + f * height * stride);
+          const auto n = static_cast<size_t>(g.rows() * C * (still ? 1 : 2) * P * P);
+          const int64_t blocks = gather_block_count(g, p);
+          const FrameKernels& baseline = frame_kernels(SimdLevel::kBaseline);
+          std::vector<uint8_t> want8(n);
+          std::vector<float> want(n);
+          gather_rows(frames.data(), t, stride, 0, g, p, C, still, 0, blocks, want8.data(), baseline);
+          gather_rows(frames.data(), t, stride, 0, g, p, C, still, 0, blocks, want.data(), baseline);
+          for (const SimdLevel level : kSimdLevels) {
+            if (level > simd_level()) continue;
+            SCOPED_TRACE(cat("C ", C, " P ", P, " M ", M, " frames ", t, " at ", simd_level_name(level)));
+            std::vector<uint8_t> got8(n);
+            std::vector<float> got(n);
+            gather_rows(frames.data(), t, stride, 0, g, p, C, still, 0, blocks, got8.data(), frame_kernels(level));
+            gather_rows(frames.data(), t, stride, 0, g, p, C, still, 0, blocks, got.data(), frame_kernels(level));
+            ASSERT_EQ(got8, want8);
+            ASSERT_EQ(got, want);
+          }
+        }
       }
     }
   }

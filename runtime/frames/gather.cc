@@ -20,23 +20,31 @@ void deinterleave(const uint8_t* src, size_t width, int64_t channels, uint8_t* p
   }
 }
 
-// The form's rows for the element type.
+// The rgb rows' reach (kernels.h).
+bool from_rgb_rows(int64_t channels, int64_t P) { return channels == 3 && P <= 16; }
+
+// The form's rows for the element type, from planes and (null where it has none) from RGB rows.
 EmitRowsF32Fn rows_form(const FrameKernels& k, const float*) { return k.gather.f32; }
 EmitRowsBf16Fn rows_form(const FrameKernels& k, const uint16_t*) { return k.gather.bf16; }
 auto rows_form(const FrameKernels&, const uint8_t*) { return emit_rows_u8_portable; }
+EmitRgbRowsF32Fn rgb_rows_form(const FrameKernels& k, const float*) { return k.gather.rgb_f32; }
+EmitRgbRowsBf16Fn rgb_rows_form(const FrameKernels& k, const uint16_t*) { return k.gather.rgb_bf16; }
+EmitRgbRowsU8Fn rgb_rows_form(const FrameKernels& k, const uint8_t*) { return k.gather.rgb_u8; }
 
-// Per merge row of a block: its P image rows of each time step are split into channel planes,
-// then the rows it contributes to are written.
+// Per merge row of a block: the rows it contributes to, from its P image rows of each time step,
+// either straight from those RGB rows (the form's rgb rows) or from channel planes split from them.
 template <class T>
 void gather(const uint8_t* const* frames, size_t count, size_t row_stride, size_t first_row, const FrameGrid& grid,
             const Preprocessing& p, int64_t channels, bool still, int64_t block_begin, int64_t block_end, T* out,
             const FrameKernels& kernels) {
-  const auto emit_rows = rows_form(kernels, out);
   const int64_t P = p.patch_size, M = p.merge_size, tps = still ? 1 : p.temporal_patch_size;
   const int64_t k = channels * tps * P * P, blocks_per_t = grid.h / M;
+  const auto emit_rgb_rows = from_rgb_rows(channels, P) ? rgb_rows_form(kernels, out) : nullptr;
+  const auto emit_rows = rows_form(kernels, out);
   const auto width = static_cast<size_t>(grid.w * P);  // the pixels patches cover; a Conv2d drops the rest
   const size_t plane_stride = static_cast<size_t>(P) * width;
-  std::vector<uint8_t> planes(static_cast<size_t>(tps * channels) * plane_stride + 16);  // + the rows' over-read
+  std::vector<const uint8_t*> rows(static_cast<size_t>(tps * P));  // the merge row's image rows, (t, y)
+  std::vector<uint8_t> planes(emit_rgb_rows ? 0 : static_cast<size_t>(tps * channels) * plane_stride + 16);  // + the rows' over-read
   for (int64_t block = block_begin; block < block_end; ++block) {
     const int64_t gt = block / blocks_per_t, bh = block % blocks_per_t;
     T* block_out = out + (block - block_begin) * M * grid.w * k;
@@ -45,7 +53,16 @@ void gather(const uint8_t* const* frames, size_t count, size_t row_stride, size_
         const size_t f = std::min(static_cast<size_t>(gt * tps + t), count - 1);  // odd count: repeat the last
         for (int64_t y = 0; y < P; ++y) {
           const auto image_row = static_cast<size_t>((bh * M + mh) * P + y);
-          deinterleave(frames[f] + (image_row - first_row) * row_stride, width, channels,
+          rows[static_cast<size_t>(t * P + y)] = frames[f] + (image_row - first_row) * row_stride;
+        }
+      }
+      if (emit_rgb_rows) {
+        emit_rgb_rows({rows.data(), P, M, grid.w, tps, mh, k}, block_out);
+        continue;
+      }
+      for (int64_t t = 0; t < tps; ++t) {
+        for (int64_t y = 0; y < P; ++y) {
+          deinterleave(rows[static_cast<size_t>(t * P + y)], width, channels,
                        planes.data() + static_cast<size_t>(t * channels * P + y) * width, plane_stride, kernels.planes.rgb);
         }
       }
@@ -55,6 +72,10 @@ void gather(const uint8_t* const* frames, size_t count, size_t row_stride, size_
 }
 
 }  // namespace
+
+const char* gather_kernel(const FrameKernels& kernels, int64_t channels, int64_t P, bool bytes) {
+  return !bytes || (from_rgb_rows(channels, P) && kernels.gather.rgb_u8 != nullptr) ? kernels.gather.name : "copy";
+}
 
 int64_t gather_block_count(const FrameGrid& grid, const Preprocessing& p) { return grid.t * (grid.h / p.merge_size); }
 

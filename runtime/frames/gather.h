@@ -17,6 +17,10 @@
 
 namespace patchfuse {
 
+// The form a gather of `channels` channels and patch size P writes rows with, for f32 or bf16 rows
+// or (bytes) int8's: the form's name, or "copy" for int8 rows from planes (one portable copy).
+const char* gather_kernel(const FrameKernels& kernels, int64_t channels, int64_t P, bool bytes);
+
 // The rows come in blocks that are independent of each other, so threads can share a gather: one
 // block is one row of merge groups of one time step (M * grid.w rows).
 int64_t gather_block_count(const FrameGrid& grid, const Preprocessing& p);

@@ -7,6 +7,7 @@
 #include <new>
 
 #include "runtime/core/checked_math.h"
+#include "runtime/frames/gather.h"
 #include "runtime/session/timed.h"
 
 namespace patchfuse {
@@ -114,7 +115,8 @@ Result<std::unique_ptr<Session>> Session::create(const ModuleView& module, const
         p->resize == ResizeVariant::kFixed ? image : resize_kernel(p->video_semantics, p->resample, forms);
     s->frame_kernels_ = cat("resize ", image, std::strcmp(image, video) != 0 ? cat(" (videos ", video, ")") : "",
                             ", planes ", forms.planes.name, ", gather ",
-                            s->precision_ == Precision::kInt8 ? "copy" : forms.gather.name);
+                            gather_kernel(forms, module.geometry.in_channels, p->patch_size,
+                                          s->precision_ == Precision::kInt8));
   }
   return s;
 }

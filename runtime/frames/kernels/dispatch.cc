@@ -25,12 +25,14 @@ constexpr FrameKernels kAvx512Vnni{
     SimdLevel::kAvx512Vnni,
     {"avx512_vnni", 16, 4, false, pil_horizontal_pairs_avx512_vnni, pil_vertical_avx512_vnni},
     kAvx2Planes, kAvx2Gather};
-// VBMI changes the horizontal pass's loads (one 64-byte window a channel, placed by vpermb) and
-// the plane splits.
+// VBMI changes the horizontal pass's loads (one 64-byte window a channel, placed by vpermb), the
+// plane splits, and gathers rows straight from RGB rows (a vpermb a patch row, no planes).
 constexpr FrameKernels kAvx512Vbmi{
     SimdLevel::kAvx512Vbmi,
     {"avx512_vbmi", 16, 16, false, pil_horizontal_pairs_avx512_vbmi, pil_vertical_avx512_vnni},
-    {"avx512_vbmi", split_rgb_avx512_vbmi, split_rgba_avx512_vbmi}, kAvx2Gather};
+    {"avx512_vbmi", split_rgb_avx512_vbmi, split_rgba_avx512_vbmi},
+    {"avx512_vbmi", emit_rows_f32_avx2, emit_rows_bf16_avx2, emit_rgb_rows_f32_avx512_vbmi,
+     emit_rgb_rows_bf16_avx512_vbmi, emit_rgb_rows_u8_avx512_vbmi}};
 #else
 constexpr PlanesForm kNeonPlanes{"neon", split_rgb_neon, split_rgba_neon};
 constexpr GatherForm kNeonGather{"neon", emit_rows_f32_neon, emit_rows_bf16_neon};

@@ -90,11 +90,22 @@ struct MergeRow {
 // Its rows, written from `out` on as f32 or bf16 bits (or, for int8 kernels, the bytes themselves).
 template <class T>
 using EmitRows = void(const MergeRow& row, T* out);
+// The same merge row straight from the image's interleaved RGB rows, with no planes between:
+// rows[t * P + y] is time step t's image row y of the merge row (pixel 0 of the row); P <= 16.
+struct RgbMergeRow {
+  const uint8_t* const* rows;
+  int64_t P, M, grid_w, tps, mh, k;
+};
+template <class T>
+using EmitRgbRows = void(const RgbMergeRow& row, T* out);
 using PilHorizontalFn = PilHorizontal*;
 using PilVerticalFn = PilVertical*;
 using SplitFn = Split*;
 using EmitRowsF32Fn = EmitRows<float>*;
 using EmitRowsBf16Fn = EmitRows<uint16_t>*;
+using EmitRgbRowsF32Fn = EmitRgbRows<float>*;
+using EmitRgbRowsBf16Fn = EmitRgbRows<uint16_t>*;
+using EmitRgbRowsU8Fn = EmitRgbRows<uint8_t>*;
 
 // A form's name is the session's (pf_session_info.frame_kernels). The portable resize form has no
 // rows: the Resizer's own scalar passes (any tap count, on the interleaved row) are portable.
@@ -110,10 +121,16 @@ struct PlanesForm {
   const char* name;
   SplitFn rgb, rgba;
 };
+// A gather form writes rows from planes (f32, bf16; int8's are copies), and may write them from
+// the interleaved RGB rows themselves (rgb_*, null where the form has none), which saves the plane
+// split of every row: the gather takes those for 3 channels and patch sizes up to 16.
 struct GatherForm {
   const char* name;
   EmitRowsF32Fn f32;
   EmitRowsBf16Fn bf16;
+  EmitRgbRowsF32Fn rgb_f32 = nullptr;
+  EmitRgbRowsBf16Fn rgb_bf16 = nullptr;
+  EmitRgbRowsU8Fn rgb_u8 = nullptr;
 };
 struct FrameKernels {
   SimdLevel level;
@@ -146,6 +163,9 @@ PilVertical pil_vertical_avx2, pil_vertical_avx512, pil_vertical_avx512_vnni;
 Split split_rgb_avx2, split_rgba_avx2, split_rgb_avx512_vbmi, split_rgba_avx512_vbmi;
 EmitRows<float> emit_rows_f32_avx2;
 EmitRows<uint16_t> emit_rows_bf16_avx2;
+EmitRgbRows<float> emit_rgb_rows_f32_avx512_vbmi;
+EmitRgbRows<uint16_t> emit_rgb_rows_bf16_avx512_vbmi;
+EmitRgbRows<uint8_t> emit_rgb_rows_u8_avx512_vbmi;
 // ARM: aarch64 and armhf; the dot-product form on aarch64 only.
 PilHorizontal pil_horizontal_pairs_neon, pil_horizontal_dot_neon_dotprod;
 PilVertical pil_vertical_neon;
