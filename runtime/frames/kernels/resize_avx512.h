@@ -36,7 +36,7 @@ struct LaneWindows {
   static __m512i place(__m512i w, __m512i index) { return _mm512_shuffle_epi8(w, index); }
 };
 
-// The low halves' accumulators start at Pillow's rounding half, which saves shift8x8's add.
+// The low halves' accumulators start at Pillow's rounding half (rounding16), which saves an add a sum.
 __m512i rounding16() { return _mm512_set1_epi32(1 << (kPilPrecisionBits - 1)); }
 __m512i shift8x16(__m512i hi, __m512i lo_rounded) {  // 16 sums (hi * 256 + lo + half) >> 22
   return _mm512_srai_epi32(_mm512_add_epi32(_mm512_slli_epi32(hi, 8), lo_rounded), kPilPrecisionBits);
