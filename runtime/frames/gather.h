@@ -31,7 +31,8 @@ int64_t gather_block_count(const FrameGrid& grid, const Preprocessing& p);
 // `out`: the rows of blocks [block_begin, block_end), from its start, each channels * (still ? 1 :
 // temporal_patch_size) * P * P values, as f32 or as bf16 bits (every such value is exact in
 // both), the two input types backends take, or as the raw uint8 pixels for int8 kernels.
-// `kernels`: the plane split and row forms (f32 and bf16; int8's rows are copies).
+// `kernels`: the gather's rows straight from the RGB rows where the form has them (GatherForm),
+// else the plane split and the rows from planes (f32 and bf16; int8's rows are copies).
 void gather_rows(const uint8_t* const* frames, size_t count, size_t row_stride, size_t first_row, const FrameGrid& grid,
                  const Preprocessing& p, int64_t channels, bool still, int64_t block_begin, int64_t block_end,
                  float* out, const FrameKernels& kernels = best_frame_kernels());
