@@ -177,16 +177,16 @@ std::vector<uint8_t> resize(const ResizeSpec& spec, const std::vector<uint8_t>& 
 }
 
 // Pillow's five filters with taps (nearest has none), output widths around the form's block (one
-// less, equal, one more, several blocks and a tail), scales 0.3 to 3 (some blocks' windows do not
-// fit a vector and take the scalar loop), and heights whose vertical windows have 2 to about 30
-// taps.
+// less, equal, one more, several blocks and a tail), scales 0.3 to 3 and 5.5 (some blocks' windows
+// do not fit a vector and take the scalar loop: box at 5.5 in every form), and heights whose
+// vertical windows have 2 to about 30 taps.
 TEST_P(FrameKernels, ResizesAreThePortableResizes) {
   const size_t block = form().resize.block;
   int vector_runs = 0;
   for (const Resample filter :
        {Resample::kBox, Resample::kBilinear, Resample::kHamming, Resample::kBicubic, Resample::kLanczos}) {
     for (const size_t out_w : {block - 1, block, block + 1, 3 * block + 5, size_t{97}}) {
-      for (const double scale : {0.3, 0.75, 1.0, 1.6, 2.2, 3.0}) {
+      for (const double scale : {0.3, 0.75, 1.0, 1.6, 2.2, 3.0, 5.5}) {
         ResizeSpec spec;
         spec.filter = filter;
         spec.src_w = std::max<size_t>(1, static_cast<size_t>(static_cast<double>(out_w) * scale));
@@ -207,7 +207,7 @@ TEST_P(FrameKernels, ResizesAreThePortableResizes) {
     }
   }
   if (GetParam() != SimdLevel::kBaseline) {
-    EXPECT_EQ(vector_runs, 5 * 5 * 6) << "every case ran the vector form";
+    EXPECT_EQ(vector_runs, 5 * 5 * 7) << "every case ran the vector form";
   }
 }
 

@@ -234,6 +234,7 @@ Result<Resizer> Resizer::create(const ResizeSpec& s, const FrameKernels& kernels
   if (simd) {
     r.kernel_ = form.name;
     r.horizontal_ = form.horizontal;
+    r.horizontal2_ = form.horizontal2;
     r.vertical_ = form.vertical;
   }
   if (simd && r.need_h_ && r.h_.taps <= kPilKernelTaps) {  // the horizontal kernel's coefficients, 8 an output
@@ -246,13 +247,14 @@ Result<Resizer> Resizer::create(const ResizeSpec& s, const FrameKernels& kernels
   return r;
 }
 
-// rgb scratch | ring slot rows (int64 each) | ring (taps rows, uint8 or float) | accumulator row
-// (4 bytes a value) | the source row's planes for the AVX2 horizontal kernel
+// rgb scratch | ring slot rows (int64 each) | ring (ring_slots rows, uint8 or float) | accumulator
+// row (4 bytes a value) | the source rows' planes for the horizontal kernels (one row, or two)
 size_t Resizer::scratch_bytes(const ImageView& image) const {
   const size_t values = (col_end_ - col_begin_) * 3;
   const size_t elem = spec_.semantics == ResizeSemantics::kPil ? 1 : sizeof(float);
-  return align16(rgb_row_scratch_bytes(image)) + align16(v_.taps * sizeof(int64_t)) + align16(v_.taps * values * elem) +
-         align16(values * 4) + (h8_.empty() ? 0 : plane_stride() * 3);
+  const size_t rows = horizontal2_ ? 2 : 1;
+  return align16(rgb_row_scratch_bytes(image)) + align16(ring_slots() * sizeof(int64_t)) +
+         align16(ring_slots() * values * elem) + align16(values * 4) + (h8_.empty() ? 0 : plane_stride() * 3 * rows);
 }
 
 void Resizer::run(const ImageView& image, size_t row_begin, size_t row_end, uint8_t* scratch, uint8_t* out) const {
@@ -261,13 +263,14 @@ void Resizer::run(const ImageView& image, size_t row_begin, size_t row_end, uint
   const size_t x0 = static_cast<size_t>(static_cast<int64_t>(c0) - s.left) * 3;  // where kept columns start in a row
   const bool pil = s.semantics == ResizeSemantics::kPil;
   uint8_t* rgb_scratch = scratch;
+  const size_t slots = ring_slots();
   auto* slot_row = reinterpret_cast<int64_t*>(scratch + align16(rgb_row_scratch_bytes(image)));
-  uint8_t* ring = reinterpret_cast<uint8_t*>(slot_row) + align16(v_.taps * sizeof(int64_t));
+  uint8_t* ring = reinterpret_cast<uint8_t*>(slot_row) + align16(slots * sizeof(int64_t));
   auto* ring_f = reinterpret_cast<float*>(ring);
-  auto* acc_i = reinterpret_cast<int32_t*>(ring + align16(v_.taps * values * (pil ? 1 : sizeof(float))));
+  auto* acc_i = reinterpret_cast<int32_t*>(ring + align16(slots * values * (pil ? 1 : sizeof(float))));
   auto* acc_f = reinterpret_cast<float*>(acc_i);
   uint8_t* planes = reinterpret_cast<uint8_t*>(acc_i) + align16(values * 4);
-  std::fill(slot_row, slot_row + v_.taps, int64_t{-1});
+  std::fill(slot_row, slot_row + slots, int64_t{-1});
   const TapTablesView tables = tap_tables_.view();
 
   // Source row j, horizontally resampled over the kept columns: uint8 (pil) or float (torch).
@@ -318,18 +321,24 @@ void Resizer::run(const ImageView& image, size_t row_begin, size_t row_end, uint
       d[2] = s2;
     }
   };
-  // The ring slot holding source row j, filled on first use; a vertical window has at most
-  // taps consecutive rows, so rows it still needs are never overwritten.
+  // The ring slot holding source row j, filled on first use, with row j + 1 where the form takes
+  // two rows a call. A vertical window has at most taps consecutive rows and the ring one slot
+  // more, so neither row evicts a row the window still needs.
   const auto ring_slot = [&](size_t j) {
-    const size_t slot = j % v_.taps;
-    if (slot_row[slot] != static_cast<int64_t>(j)) {
-      if (pil) {
-        h_row_u8(j, ring + slot * values);
-      } else {
-        h_row_f32(j, ring_f + slot * values);
-      }
-      slot_row[slot] = static_cast<int64_t>(j);
+    const size_t slot = j % slots, next = (j + 1) % slots;
+    if (slot_row[slot] == static_cast<int64_t>(j)) return slot;
+    if (!pil) {
+      h_row_f32(j, ring_f + slot * values);
+    } else if (horizontal2_ != nullptr && !h8_.empty() && j + 1 < s.src_h && slot_row[next] != static_cast<int64_t>(j + 1)) {
+      const size_t stride = plane_stride();
+      planes_row(image, j, rgb_scratch, planes, stride, planes_);
+      planes_row(image, j + 1, rgb_scratch, planes + 3 * stride, stride, planes_);
+      horizontal2_(planes, stride, tables, h_.first.data(), h8_.data(), c0, c1, ring + slot * values, ring + next * values);
+      slot_row[next] = static_cast<int64_t>(j + 1);
+    } else {
+      h_row_u8(j, ring + slot * values);
     }
+    slot_row[slot] = static_cast<int64_t>(j);
     return slot;
   };
 

@@ -72,11 +72,15 @@ class Resizer {
   // The pil passes' vector forms (kernels.h), chosen at create; null: the scalar passes.
   const char* kernel_ = "portable";
   PilHorizontalFn horizontal_ = nullptr;
+  PilHorizontal2Fn horizontal2_ = nullptr;  // where the form has it, ring rows are filled two at a time
   PilVerticalFn vertical_ = nullptr;
   PlanesForm planes_ = frame_kernels(SimdLevel::kBaseline).planes;  // planes_row's splits
   std::vector<int32_t> h8_;   // the horizontal kernels' coefficients, 8 per output; empty: the scalar pass
   TapTables tap_tables_;
   size_t plane_stride() const { return spec_.src_w + kPlaneSlack; }  // a source plane and its over-read slack
+  // The ring of horizontally resampled rows: a vertical window's taps and one more, so that a row
+  // filled with the one a window needs next never evicts a row of that window.
+  size_t ring_slots() const { return v_.taps + 1; }
 };
 
 }  // namespace patchfuse

@@ -71,6 +71,10 @@ struct TapTablesView {
 // kPilKernelTaps coefficients (zeros past its tap count). Writes (c1 - c0) RGB pixels to dst.
 using PilHorizontal = void(const uint8_t* planes, size_t stride, const TapTablesView& t, const int32_t* first,
                            const int32_t* k8, size_t c0, size_t c1, uint8_t* dst);
+// The same on two source rows at once, the second's planes following the first's (from planes +
+// 3 * stride on), written to dst0 and dst1: each block's tables serve both.
+using PilHorizontal2 = void(const uint8_t* planes, size_t stride, const TapTablesView& t, const int32_t* first,
+                            const int32_t* k8, size_t c0, size_t c1, uint8_t* dst0, uint8_t* dst1);
 // The same without tables, 8 taps an output, one output at a time: a form's tail, and its blocks
 // whose windows do not fit a vector.
 using PilHorizontalK8 = void(const uint8_t* planes, size_t stride, const int32_t* first, const int32_t* k8, size_t c0,
@@ -99,6 +103,7 @@ struct RgbMergeRow {
 template <class T>
 using EmitRgbRows = void(const RgbMergeRow& row, T* out);
 using PilHorizontalFn = PilHorizontal*;
+using PilHorizontal2Fn = PilHorizontal2*;
 using PilVerticalFn = PilVertical*;
 using SplitFn = Split*;
 using EmitRowsF32Fn = EmitRows<float>*;
@@ -116,6 +121,7 @@ struct ResizeForm {
   bool quads;     // TapTablesView's form: quads (sdot) or pairs
   PilHorizontalFn horizontal;
   PilVerticalFn vertical;
+  PilHorizontal2Fn horizontal2 = nullptr;  // two rows a call, where the form has it (the Resizer pairs rows)
 };
 struct PlanesForm {
   const char* name;
@@ -159,6 +165,7 @@ EmitRows<uint8_t> emit_rows_u8_portable;
 PilHorizontalK8 pil_horizontal_k8_avx2;
 PilHorizontal pil_horizontal_pairs_avx2, pil_horizontal_pairs_avx512, pil_horizontal_pairs_avx512_vnni,
     pil_horizontal_pairs_avx512_vbmi;
+PilHorizontal2 pil_horizontal2_pairs_avx512, pil_horizontal2_pairs_avx512_vnni, pil_horizontal2_pairs_avx512_vbmi;
 PilVertical pil_vertical_avx2, pil_vertical_avx512, pil_vertical_avx512_vnni;
 Split split_rgb_avx2, split_rgba_avx2, split_rgb_avx512_vbmi, split_rgba_avx512_vbmi;
 EmitRows<float> emit_rows_f32_avx2;

@@ -42,14 +42,17 @@ __m512i shift8x16(__m512i hi, __m512i lo_rounded) {  // 16 sums (hi * 256 + lo +
   return _mm512_srai_epi32(_mm512_add_epi32(_mm512_slli_epi32(hi, 8), lo_rounded), kPilPrecisionBits);
 }
 
-// pil_horizontal_pairs_avx2 with four lanes of 4 outputs: 16 outputs a block (TapTablesView.block 16).
+// pil_horizontal_pairs_avx2 with four lanes of 4 outputs: 16 outputs a block (TapTablesView.block 16),
+// of kRows source rows at once (row r's planes from planes + 3 * r * stride on, written to dst[r]):
+// two rows share each block's table loads and loop, and give the core two independent chains.
 // Madd::apply(acc, a, b): acc + the int16 pairs' multiply-adds of a and b. Window::load(p, first,
 // x): the pixels of block x's window(s) in channel plane p; Window::place(w, index): a pair's two
 // pixels an output as int16s.
 // kPairs: t.pairs as a constant, or 0 (with_pairs).
-template <class Madd, class Window, int32_t kPairs>
+template <class Madd, class Window, int32_t kPairs, size_t kRows>
 void horizontal_pairs_n(const uint8_t* planes, size_t stride, const TapTablesView& t, const int32_t* first,
-                        const int32_t* k8, size_t c0, size_t c1, uint8_t* dst) {
+                        const int32_t* k8, size_t c0, size_t c1, uint8_t* const* dst) {
+  constexpr size_t kPlanes = 3 * kRows;
   const size_t pairs = kPairs > 0 ? kPairs : t.pairs;
   const __m512i interleave =
       _mm512_broadcast_i32x4(_mm_setr_epi8(0, 4, 8, 1, 5, 9, 2, 6, 10, 3, 7, 11, -1, -1, -1, -1));
@@ -58,16 +61,17 @@ void horizontal_pairs_n(const uint8_t* planes, size_t stride, const TapTablesVie
   const size_t blocks = (c1 - c0) / 16;
   for (size_t b = 0; b < blocks; ++b) {
     const size_t x = c0 + 16 * b;
-    uint8_t* d = dst + (x - c0) * 3;
     if (!t.ok[b]) {
-      pil_horizontal_k8_avx2(planes, stride, first, k8, x, x + 16, d);
+      for (size_t r = 0; r < kRows; ++r) {
+        pil_horizontal_k8_avx2(planes + 3 * r * stride, stride, first, k8, x, x + 16, dst[r] + (x - c0) * 3);
+      }
       continue;
     }
     const uint8_t* idx = &t.index[b * pairs * 64];
     const int16_t* kh = &t.hi[b * pairs * 32];
     const int16_t* kl = &t.lo[b * pairs * 32];
-    __m512i w[3], hi[3], lo[3];
-    for (size_t ch = 0; ch < 3; ++ch) {
+    __m512i w[kPlanes], hi[kPlanes], lo[kPlanes];
+    for (size_t ch = 0; ch < kPlanes; ++ch) {
       w[ch] = Window::load(planes + ch * stride, first, x);
       hi[ch] = _mm512_setzero_si512();
       lo[ch] = rounding16();
@@ -75,34 +79,40 @@ void horizontal_pairs_n(const uint8_t* planes, size_t stride, const TapTablesVie
     for (size_t i = 0; i < pairs; ++i) {
       const __m512i ix = _mm512_loadu_si512(idx + 64 * i), h = _mm512_loadu_si512(kh + 32 * i),
                     l = _mm512_loadu_si512(kl + 32 * i);
-      for (size_t ch = 0; ch < 3; ++ch) {
+      for (size_t ch = 0; ch < kPlanes; ++ch) {
         const __m512i px = Window::place(w[ch], ix);
         hi[ch] = Madd::apply(hi[ch], px, h);
         lo[ch] = Madd::apply(lo[ch], px, l);
       }
     }
-    const __m512i bytes = _mm512_shuffle_epi8(
-        _mm512_packus_epi16(_mm512_packus_epi32(shift8x16(hi[0], lo[0]), shift8x16(hi[1], lo[1])),
-                            _mm512_packus_epi32(shift8x16(hi[2], lo[2]), _mm512_setzero_si512())),
-        interleave);
-    // 48 bytes: a whole 64-byte store where the next block overwrites the rest (masked stores
-    // cost more, notably on AMD), a masked one for the last.
-    const __m512i rgb = _mm512_permutexvar_epi32(compact, bytes);
-    if (b + 1 < blocks) {
-      _mm512_storeu_si512(d, rgb);
-    } else {
-      _mm512_mask_storeu_epi32(d, 0x0FFF, rgb);
+    for (size_t r = 0; r < kRows; ++r) {
+      const size_t c = 3 * r;
+      const __m512i bytes = _mm512_shuffle_epi8(
+          _mm512_packus_epi16(_mm512_packus_epi32(shift8x16(hi[c], lo[c]), shift8x16(hi[c + 1], lo[c + 1])),
+                              _mm512_packus_epi32(shift8x16(hi[c + 2], lo[c + 2]), _mm512_setzero_si512())),
+          interleave);
+      // 48 bytes: a whole 64-byte store where the next block overwrites the rest (masked stores
+      // cost more, notably on AMD), a masked one for the last.
+      const __m512i rgb = _mm512_permutexvar_epi32(compact, bytes);
+      uint8_t* d = dst[r] + (x - c0) * 3;
+      if (b + 1 < blocks) {
+        _mm512_storeu_si512(d, rgb);
+      } else {
+        _mm512_mask_storeu_epi32(d, 0x0FFF, rgb);
+      }
     }
   }
-  pil_horizontal_k8_avx2(planes, stride, first, k8, c0 + 16 * blocks, c1, dst + 16 * blocks * 3);
+  for (size_t r = 0; r < kRows; ++r) {
+    pil_horizontal_k8_avx2(planes + 3 * r * stride, stride, first, k8, c0 + 16 * blocks, c1, dst[r] + 16 * blocks * 3);
+  }
 }
 
-template <class Madd, class Window>
-void horizontal_pairs_avx512(const uint8_t* planes, size_t stride, const TapTablesView& t,
-                             const int32_t* first, const int32_t* k8, size_t c0, size_t c1,
-                             uint8_t* dst) {
+// One source row (PilHorizontal) or two (PilHorizontal2).
+template <class Madd, class Window, size_t kRows>
+void horizontal_pairs_avx512(const uint8_t* planes, size_t stride, const TapTablesView& t, const int32_t* first,
+                             const int32_t* k8, size_t c0, size_t c1, uint8_t* const* dst) {
   with_pairs(t.pairs, [&](auto p) {
-    horizontal_pairs_n<Madd, Window, decltype(p)::value>(planes, stride, t, first, k8, c0, c1, dst);
+    horizontal_pairs_n<Madd, Window, decltype(p)::value, kRows>(planes, stride, t, first, k8, c0, c1, dst);
   });
 }
 

@@ -22,7 +22,14 @@ struct BlockWindow {
 
 void pil_horizontal_pairs_avx512_vbmi(const uint8_t* planes, size_t stride, const TapTablesView& t,
                                       const int32_t* first, const int32_t* k8, size_t c0, size_t c1, uint8_t* dst) {
-  horizontal_pairs_avx512<MaddAddVnni, BlockWindow>(planes, stride, t, first, k8, c0, c1, dst);
+  uint8_t* const rows[1] = {dst};
+  horizontal_pairs_avx512<MaddAddVnni, BlockWindow, 1>(planes, stride, t, first, k8, c0, c1, rows);
+}
+
+void pil_horizontal2_pairs_avx512_vbmi(const uint8_t* planes, size_t stride, const TapTablesView& t, const int32_t* first,
+                                       const int32_t* k8, size_t c0, size_t c1, uint8_t* dst0, uint8_t* dst1) {
+  uint8_t* const rows[2] = {dst0, dst1};
+  horizontal_pairs_avx512<MaddAddVnni, BlockWindow, 2>(planes, stride, t, first, k8, c0, c1, rows);
 }
 
 }  // namespace patchfuse
