@@ -44,7 +44,8 @@ void gather(const uint8_t* const* frames, size_t count, size_t row_stride, size_
   const auto width = static_cast<size_t>(grid.w * P);  // the pixels patches cover; a Conv2d drops the rest
   const size_t plane_stride = static_cast<size_t>(P) * width;
   std::vector<const uint8_t*> rows(static_cast<size_t>(tps * P));  // the merge row's image rows, (t, y)
-  std::vector<uint8_t> planes(emit_rgb_rows ? 0 : static_cast<size_t>(tps * channels) * plane_stride + 16);  // + the rows' over-read
+  // The planes, where they are used, and the rows' over-read.
+  std::vector<uint8_t> planes(emit_rgb_rows ? 0 : static_cast<size_t>(tps * channels) * plane_stride + 16);
   for (int64_t block = block_begin; block < block_end; ++block) {
     const int64_t gt = block / blocks_per_t, bh = block % blocks_per_t;
     T* block_out = out + (block - block_begin) * M * grid.w * k;

@@ -329,11 +329,13 @@ void Resizer::run(const ImageView& image, size_t row_begin, size_t row_end, uint
     if (slot_row[slot] == static_cast<int64_t>(j)) return slot;
     if (!pil) {
       h_row_f32(j, ring_f + slot * values);
-    } else if (horizontal2_ != nullptr && !h8_.empty() && j + 1 < s.src_h && slot_row[next] != static_cast<int64_t>(j + 1)) {
+    } else if (horizontal2_ != nullptr && !h8_.empty() && j + 1 < s.src_h &&
+               slot_row[next] != static_cast<int64_t>(j + 1)) {
       const size_t stride = plane_stride();
       planes_row(image, j, rgb_scratch, planes, stride, planes_);
       planes_row(image, j + 1, rgb_scratch, planes + 3 * stride, stride, planes_);
-      horizontal2_(planes, stride, tables, h_.first.data(), h8_.data(), c0, c1, ring + slot * values, ring + next * values);
+      horizontal2_(planes, stride, tables, h_.first.data(), h8_.data(), c0, c1, ring + slot * values,
+                   ring + next * values);
       slot_row[next] = static_cast<int64_t>(j + 1);
     } else {
       h_row_u8(j, ring + slot * values);
