@@ -359,8 +359,11 @@ std::string write_png(const std::string& path, const uint8_t* rgb, size_t width,
   image.width = static_cast<png_uint_32>(width);
   image.height = static_cast<png_uint_32>(height);
   image.format = PNG_FORMAT_RGB;
-  png_alloc_size_t size = 0;
-  if (!png_image_write_get_memory_size(image, size, 0, rgb, 0, nullptr)) return path + ": cannot encode PNG: " + image.message;
+  // The resized frame is for inspection on the device: speed over size (a 1288x728 frame 2.3 MB in
+  // about 0.1 s against 1.3 MB in 0.8 s), and one pass into a buffer of libpng's upper bound
+  // (png_image_write_get_memory_size would compress the frame twice).
+  image.flags = PNG_IMAGE_FLAG_FAST;
+  png_alloc_size_t size = PNG_IMAGE_PNG_SIZE_MAX(image);
   std::vector<uint8_t> bytes(size);
   if (!png_image_write_to_memory(&image, bytes.data(), &size, 0, rgb, 0, nullptr)) {
     return path + ": cannot encode PNG: " + image.message;
