@@ -10,6 +10,9 @@
 #include <cstring>
 
 #include "converter/architectures.h"
+#include "converter/convert.h"
+#include "converter/export.h"
+#include "converter/fusion_flags.h"
 #include "converter/safetensors.h"
 #include "converter/sample_checkpoint.h"
 #include "runtime/rules/fusion_rules.h"
@@ -99,17 +102,33 @@ TEST(ConvertCli, Qwen2VlShardedBf16AcceptanceCheck) {
 }
 
 // fuse -> export gives back the original bytes, for every architecture, F32 and BF16, one or
-// several shards, with and without bias (the table decides which have one).
+// several shards, with and without bias (the table decides which have one). Through
+// convert_checkpoint and export_model, the calls the tool makes, and through the tool itself once
+// per family: its glue is the same for all, and 56 round trips as processes took 23-30 s under
+// qemu and ASan.
 TEST(ConvertCli, RoundTripIsByteIdenticalForEveryArchitecture) {
+  int through_the_tool = 0;
   for (const Architecture& a : architectures()) {
     for (DType dtype : {DType::kF32, DType::kBF16}) {
       SCOPED_TRACE(std::string(a.model_type) + " " + dtype_name(dtype));
       TempDir dir;
       const int shards = dtype == DType::kF32 ? 1 : 2;
       make_sample(dir / "ckpt", std::string(a.model_type), dtype, shards, 24);
-      ASSERT_EQ(convert_cli("convert " + dir / "ckpt" + " -o " + (dir / "m.pfb") + " --fusion " + std::string(a.family)).exit_code, 0);
-      const CommandResult e = convert_cli("export " + (dir / "m.pfb") + " -o " + (dir / "back.safetensors"));
-      ASSERT_EQ(e.exit_code, 0) << e.err;
+      if ((a.model_type == "qwen2_vl" && dtype == DType::kF32) || (a.model_type == "siglip" && dtype == DType::kBF16)) {
+        ++through_the_tool;
+        ASSERT_EQ(convert_cli("convert " + dir / "ckpt" + " -o " + (dir / "m.pfb") + " --fusion " + std::string(a.family)).exit_code, 0);
+        const CommandResult e = convert_cli("export " + (dir / "m.pfb") + " -o " + (dir / "back.safetensors"));
+        ASSERT_EQ(e.exit_code, 0) << e.err;
+      } else {
+        ConvertOptions options;
+        options.input = dir / "ckpt";
+        options.output = dir / "m.pfb";
+        options.fusion = parse_fusion_flags({std::string(a.family)});
+        const auto c = convert_checkpoint(options);
+        ASSERT_TRUE(c.ok()) << c.error().message;
+        const auto e = export_model(dir / "m.pfb", dir / "back.safetensors");
+        ASSERT_TRUE(e.ok()) << e.error().message;
+      }
       const std::string shard0 = dir / (shards == 1 ? "ckpt/model.safetensors" : "ckpt/model-00001-of-00002.safetensors");
       const std::string shard_last = dir / (shards == 1 ? "ckpt/model.safetensors" : "ckpt/model-00002-of-00002.safetensors");
       const FusionFamily& family = *find_family(a.family);
@@ -123,6 +142,7 @@ TEST(ConvertCli, RoundTripIsByteIdenticalForEveryArchitecture) {
       }
     }
   }
+  EXPECT_EQ(through_the_tool, 2);  // a Conv3d checkpoint in f32, a sharded Conv2d one in bf16
 }
 
 // SigLIP2 and Llama 4 already embed patches with a Linear: the converter says so and writes nothing.
