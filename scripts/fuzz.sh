@@ -11,8 +11,10 @@ cd "$(dirname "$0")/.."
 seconds=${1:-60}
 dir=build-fuzz
 
-CC=clang-14 CXX=clang++-14 cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPATCHFUSE_BUILD_TESTS=OFF \
-    -DPATCHFUSE_BUILD_FUZZERS=ON -DPATCHFUSE_SANITIZE=address,undefined > /dev/null
+# -g1: line tables are all a report needs, and full debug information made the build slower
+# (inspect.cc 16.9 s against 11.9 s); -O2 keeps the executions per second.
+CC=clang-14 CXX=clang++-14 cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_FLAGS_RELWITHDEBINFO='-O2 -g1 -DNDEBUG' \
+    -DPATCHFUSE_BUILD_TESTS=OFF -DPATCHFUSE_BUILD_FUZZERS=ON -DPATCHFUSE_SANITIZE=address,undefined > /dev/null
 targets=$(cut -d'|' -f1 "$dir/tests/fuzz/fuzzers.txt" | tr '\n' ' ')
 cmake --build "$dir" -j "$(nproc)" --target $targets > "$dir/build.log" 2>&1 || { tail -n 50 "$dir/build.log"; exit 1; }
 
