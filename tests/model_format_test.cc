@@ -6,6 +6,8 @@
 #include <random>
 
 #include "converter/model_writer.h"
+#include "tests/support/convert_fixture.h"
+#include "tests/support/test_util.h"
 #include "patchfuse_generated.h"
 #include "runtime/model/model_format.h"
 #include "runtime/model/model_view.h"
@@ -114,21 +116,53 @@ TEST(ModelFormat, TailSlackIsExactAtTheByte) {
   EXPECT_NE(e.find("ends 63 bytes before the end of the model; at least 64 bytes of slack"), std::string::npos) << e;
 }
 
-// FlatBuffers 2.0.8's Verifier aligns a vector's length prefix to 4 bytes only. Pointing the
-// weight's shape field 4 bytes further makes a [long] vector whose elements sit off their 8-byte
-// boundary (found by UBSan in BitFlipsNeverCrash: a misaligned 64-bit load); the reader must
-// refuse it before reading a dimension.
-TEST(ModelFormat, MisalignedShapeVectorIsRefused) {
-  std::vector<uint8_t> bytes = build({qwen_module(Layout::kFusedLinear, false)});
-  const fb::Tensor* weight = fb::GetModel(bytes.data())->modules()->Get(0)->weight();
-  const size_t field = static_cast<size_t>(reinterpret_cast<const uint8_t*>(weight) - bytes.data()) +
-                       reinterpret_cast<const flatbuffers::Table*>(weight)->GetOptionalFieldOffset(fb::Tensor::VT_SHAPE);
+// FlatBuffers 2.0.8's Verifier aligns a vector's length prefix to 4 bytes only. Pointing a [long]
+// vector field of `table` 4 + 8k bytes further makes a vector that verifies with its elements off
+// their 8-byte boundary, and element k's low half as its length; the reader must refuse it before
+// reading one (a misaligned 64-bit load: UBSan found it in BitFlipsNeverCrash for a tensor's
+// shape, fuzz_pfb for the blocks' indexes). Returns the reader's error.
+std::string error_with_vector_moved(const std::vector<uint8_t>& bytes, const void* table, flatbuffers::voffset_t field,
+                                    uint32_t k = 0) {
+  const auto* t = static_cast<const flatbuffers::Table*>(table);
+  const flatbuffers::voffset_t slot = t->GetOptionalFieldOffset(field);
+  EXPECT_NE(slot, 0) << "the field is absent";
+  const size_t at = static_cast<size_t>(reinterpret_cast<const uint8_t*>(t) - bytes.data()) + slot;
+  std::vector<uint8_t> moved = bytes;
   uint32_t offset = 0;
-  std::memcpy(&offset, bytes.data() + field, 4);
-  offset += 4;
-  std::memcpy(bytes.data() + field, &offset, 4);
-  EXPECT_NE(read_error(bytes).find("shape starts at offset"), std::string::npos) << read_error(bytes);
-  EXPECT_NE(read_error(bytes).find("64-bit elements must be 8-byte aligned"), std::string::npos);
+  std::memcpy(&offset, moved.data() + at, 4);
+  offset += 4 + 8 * k;
+  std::memcpy(moved.data() + at, &offset, 4);
+  return read_error(moved);
+}
+
+TEST(ModelFormat, MisalignedShapeVectorIsRefused) {
+  const std::vector<uint8_t> bytes = build({qwen_module(Layout::kFusedLinear, false)});
+  const std::string e =
+      error_with_vector_moved(bytes, fb::GetModel(bytes.data())->modules()->Get(0)->weight(), fb::Tensor::VT_SHAPE);
+  EXPECT_NE(e.find("tensor visual.patch_embed.linear_proj.weight shape starts at offset"), std::string::npos) << e;
+  EXPECT_NE(e.find("64-bit elements must be 8-byte aligned"), std::string::npos) << e;
+}
+
+// The blocks' index lists and an encoder input table's shape, in models converted from fixtures.
+TEST(ModelFormat, MisalignedBlockIndexesAndTableShapesAreRefused) {
+  testing::TempDir tmp;
+  const auto module_of = [](const std::vector<uint8_t>& bytes) { return fb::GetModel(bytes.data())->modules()->Get(0); };
+  testing::convert_fixture_file(PATCHFUSE_BLOCK_INPUTS_DIR "/qwen2_5_vl", tmp / "qwen2_5_vl.pfb");
+  const std::vector<uint8_t> qwen25 = testing::read_bytes(tmp / "qwen2_5_vl.pfb");
+  std::string e = error_with_vector_moved(qwen25, module_of(qwen25)->blocks(), fb::Blocks::VT_FULLATT_BLOCK_INDEXES);
+  EXPECT_NE(e.find("module visual.patch_embed: blocks fullatt_block_indexes starts at offset"), std::string::npos) << e;
+
+  testing::convert_fixture_file(PATCHFUSE_BLOCK_INPUTS_DIR "/qwen3_vl", tmp / "qwen3_vl.pfb");
+  const std::vector<uint8_t> qwen3 = testing::read_bytes(tmp / "qwen3_vl.pfb");
+  // Its indexes are [0, 2]: element 0 as the length would make an empty vector, which is fine.
+  e = error_with_vector_moved(qwen3, module_of(qwen3)->blocks(), fb::Blocks::VT_DEEPSTACK_VISUAL_INDEXES, 1);
+  EXPECT_NE(e.find("blocks deepstack_visual_indexes starts at offset"), std::string::npos) << e;
+
+  testing::convert_fixture_file(PATCHFUSE_ENCODER_INPUT_DIR "/siglip", tmp / "siglip.pfb");
+  const std::vector<uint8_t> siglip = testing::read_bytes(tmp / "siglip.pfb");
+  e = error_with_vector_moved(siglip, module_of(siglip)->encoder_input()->position(), fb::Tensor::VT_SHAPE);
+  EXPECT_NE(e.find("shape starts at offset"), std::string::npos) << e;
+  EXPECT_NE(e.find("64-bit elements must be 8-byte aligned"), std::string::npos) << e;
 }
 
 // Caller memory must be 8-byte aligned for the same reason; an odd address is refused up front.

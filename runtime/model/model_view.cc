@@ -48,6 +48,19 @@ std::vector<int64_t> dims(const flatbuffers::Vector<int32_t>* v) {
   return v ? std::vector<int64_t>(v->begin(), v->end()) : std::vector<int64_t>();
 }
 
+// A [long] vector's values (empty where the field is absent). FlatBuffers 2.0.8's Verifier aligns
+// a vector's length prefix to 4 bytes only, not its elements to their own size, so a corrupted
+// file can place [long] elements off their 8-byte boundary: refused before any is read. An empty
+// vector has nothing to align (its builder does not pad one: the converter's may sit anywhere).
+Result<std::vector<int64_t>> longs(const flatbuffers::Vector<int64_t>* v, const uint8_t* base, const std::string& where,
+                                   const std::string& what) {
+  if (v == nullptr || v->size() == 0) return std::vector<int64_t>();
+  const auto at = static_cast<size_t>(reinterpret_cast<const uint8_t*>(v->data()) - base);
+  PF_CHECK(at % alignof(int64_t) == 0, Code::kInvalidModel, where, ": ", what, " starts at offset ", at,
+           "; 64-bit elements must be 8-byte aligned");
+  return std::vector<int64_t>(v->begin(), v->end());
+}
+
 Result<DType> to_dtype(fb::DType d, const std::string& where) {
   PF_CHECK(d >= fb::DType_MIN && d <= fb::DType_MAX, Code::kInvalidModel, where, ": dtype value ",
            static_cast<int>(d), " is not one of F32, F16, BF16");
@@ -65,12 +78,7 @@ Result<TensorView> read_tensor(const fb::Tensor* t, const std::string& origin, c
   PF_CHECK(v.name == expect_name, Code::kInvalidModel, where, ": tensor name '", v.name, "' must be '",
            expect_name, "' for this layout");
   PF_CHECK(t->shape() != nullptr, Code::kInvalidModel, where, ": tensor ", v.name, " has no shape");
-  // FlatBuffers 2.0.8's Verifier aligns a vector's length prefix to 4 bytes only, not its elements
-  // to their own size, so a corrupted file can place [long] elements off their 8-byte boundary.
-  const auto shape_at = static_cast<size_t>(reinterpret_cast<const uint8_t*>(t->shape()->data()) - base);
-  PF_CHECK(shape_at % alignof(int64_t) == 0, Code::kInvalidModel, where, ": tensor ", v.name,
-           " shape starts at offset ", shape_at, "; 64-bit elements must be 8-byte aligned");
-  v.shape.assign(t->shape()->begin(), t->shape()->end());
+  PF_ASSIGN_OR_RETURN(v.shape, longs(t->shape(), base, where, cat("tensor ", v.name, " shape")));
   PF_CHECK(v.shape == expect_shape, Code::kInvalidModel, where, ": tensor ", v.name, " shape ",
            format_dims(v.shape), " must be ", format_dims(expect_shape), " by the module geometry");
   PF_ASSIGN_OR_RETURN(v.dtype, to_dtype(t->dtype(), cat(where, ": tensor ", v.name)));
@@ -100,9 +108,8 @@ Result<TableView> read_table(const fb::Tensor* t, const std::string& where, cons
   TableView v;
   if (t == nullptr) return v;
   const std::string name = str(t->name());
-  PF_CHECK(t->shape() != nullptr && t->shape()->size() == rank, Code::kInvalidModel, where, ": encoder_input ", what,
-           " ", name, " must have rank ", rank);
-  const std::vector<int64_t> shape(t->shape()->begin(), t->shape()->end());
+  PF_ASSIGN_OR_RETURN(const std::vector<int64_t> shape, longs(t->shape(), base, where, cat("tensor ", name, " shape")));
+  PF_CHECK(shape.size() == rank, Code::kInvalidModel, where, ": encoder_input ", what, " ", name, " must have rank ", rank);
   PF_ASSIGN_OR_RETURN(TensorView tv, read_tensor(t, where, "", name, shape, DType::kF32, base, size, false));
   v.name = tv.name;
   v.data = tv.data;
@@ -140,7 +147,7 @@ Result<EncoderInputSpec> read_encoder_input(const fb::EncoderInput* e, const Mod
   return s;
 }
 
-Result<BlockSpec> read_blocks(const fb::Blocks* b, const std::string& where) {
+Result<BlockSpec> read_blocks(const fb::Blocks* b, const std::string& where, const uint8_t* base) {
   BlockSpec s;
   s.refused = str(b->refused());
   s.depth = b->depth();
@@ -151,10 +158,9 @@ Result<BlockSpec> read_blocks(const fb::Blocks* b, const std::string& where) {
   s.rotary = static_cast<RotaryKind>(b->rotary());
   s.rope_theta = b->rope_theta();
   s.segments = b->segments();
-  if (b->fullatt_block_indexes()) s.fullatt_block_indexes.assign(b->fullatt_block_indexes()->begin(), b->fullatt_block_indexes()->end());
-  if (b->deepstack_visual_indexes()) {
-    s.deepstack_visual_indexes.assign(b->deepstack_visual_indexes()->begin(), b->deepstack_visual_indexes()->end());
-  }
+  PF_ASSIGN_OR_RETURN(s.fullatt_block_indexes, longs(b->fullatt_block_indexes(), base, where, "blocks fullatt_block_indexes"));
+  PF_ASSIGN_OR_RETURN(s.deepstack_visual_indexes,
+                      longs(b->deepstack_visual_indexes(), base, where, "blocks deepstack_visual_indexes"));
   PF_CHECK(b->position_ids() >= fb::PositionIdsKind_MIN && b->position_ids() <= fb::PositionIdsKind_MAX,
            Code::kInvalidModel, where, ": blocks position_ids ", static_cast<int>(b->position_ids()),
            " is not a known kind");
@@ -247,7 +253,7 @@ Result<ModuleView> read_module(const fb::Module* m, const std::string& origin, c
   }
   if (const fb::Blocks* b = m->blocks()) {
     PF_CHECK(v.encoder_input.has_value(), Code::kInvalidModel, where, ": blocks without encoder_input (the rows' order)");
-    PF_ASSIGN_OR_RETURN(v.blocks, read_blocks(b, where));
+    PF_ASSIGN_OR_RETURN(v.blocks, read_blocks(b, where, base));
   }
   return v;
 }
