@@ -37,7 +37,7 @@ build/converter/patchfuse-make-sample "$work/sample" --model-type qwen2_vl --emb
 build/converter/patchfuse-convert convert "$work/sample" -o "$work/m.pfb" > /dev/null
 build/converter/patchfuse-make-sample "$work/sample1280" --model-type qwen2_vl --embed-dim 1280 --patches 0 > /dev/null
 build/converter/patchfuse-convert convert "$work/sample1280" -o "$work/m1280.pfb" > /dev/null
-python3 - "$work" <<'EOF'
+/usr/bin/python3 - "$work" <<'EOF'
 import random, sys
 random.seed(1)  # any bytes do: the loops' trip counts depend on sizes only
 for name, size in (("1080p.nv12", 1920 * 1080 * 3 // 2), ("720p.rgb", 1280 * 720 * 3)):
@@ -98,7 +98,7 @@ for arch in "${arches[@]}"; do
       rm -f "$work/log"
       mkfifo "$work/log"
       # The log streams through a FIFO: a portable 1080p run writes gigabytes.
-      python3 scripts/arm_cost.py "$work/log" "$work/ld.txt" "$dir/runtime/libpatchfuse.so.0.4" "$triple-nm" "$mca" "$cpus" \
+      /usr/bin/python3 scripts/arm_cost.py "$work/log" "$work/ld.txt" "$dir/runtime/libpatchfuse.so.0.4" "$triple-nm" "$mca" "$cpus" \
           > "$work/cost.json" &
       reader=$!
       # shellcheck disable=SC2086
@@ -112,7 +112,7 @@ for arch in "${arches[@]}"; do
       first=0
       printf '"%s|%s": ' "$label" "$form" >> "$out/$arch.json"
       rows=$(grep -oE '[0-9]+ patches' "$work/run.txt" | cut -d' ' -f1)
-      python3 -c 'import json, sys; c = json.load(open(sys.argv[1])); c["rows"] = int(sys.argv[2]); print(json.dumps(c))' \
+      /usr/bin/python3 -c 'import json, sys; c = json.load(open(sys.argv[1])); c["rows"] = int(sys.argv[2]); print(json.dumps(c))' \
           "$work/cost.json" "$rows" >> "$out/$arch.json"
     done
   done
@@ -124,11 +124,11 @@ for arch in "${arches[@]}"; do
     fake_root "$work/root-$cpu" "$triple" "$arch_number" "$features" "$part" "$variant"
     for g in "${gemms[@]}"; do
       IFS=: read -r precision backend instruction macs <<< "$g"
-      peak=$(python3 scripts/arm_cost.py --peak "$mca" "$cpu" "$instruction" "$mattr")
+      peak=$(/usr/bin/python3 scripts/arm_cost.py --peak "$mca" "$cpu" "$instruction" "$mattr")
       for side in 112 224; do
         rm -f "$work/log"
         mkfifo "$work/log"
-        python3 scripts/arm_cost.py --gemm "$work/log" "$work/ld.txt" "$dir/runtime/libpatchfuse.so.0.4" "$triple-nm" \
+        /usr/bin/python3 scripts/arm_cost.py --gemm "$work/log" "$work/ld.txt" "$dir/runtime/libpatchfuse.so.0.4" "$triple-nm" \
             "$mca" "$cpu" "$libdirs" > "$work/cost.json" &
         reader=$!
         status=0
@@ -136,7 +136,7 @@ for arch in "${arches[@]}"; do
             "$dir/tools/patchfuse-run" "$work/m1280.pfb" --image "$work/$side.ppm" --backend "$backend" \
             --precision "$precision" --output "$work/o.npy" > "$work/run.txt" 2> "$work/ld.txt" || status=$?
         wait $reader || true  # a refused precision ends the run before its GEMM: its figures are not used
-        python3 - "$work" "$cpu" "$precision" "$backend" "$side" "$status" "$peak" "$macs" "$instruction" \
+        /usr/bin/python3 - "$work" "$cpu" "$precision" "$backend" "$side" "$status" "$peak" "$macs" "$instruction" \
             >> "$work/gemm.jsonl" <<'EOF'
 import json, re, sys
 work, cpu, precision, backend, side, status, peak, macs, instruction = sys.argv[1:]
@@ -156,7 +156,7 @@ EOF
     done
   done
   echo "}" >> "$out/$arch.json"
-  python3 - "$work/gemm.jsonl" "$out/$arch.json" <<'EOF'
+  /usr/bin/python3 - "$work/gemm.jsonl" "$out/$arch.json" <<'EOF'
 import json, sys
 K, N = 588, 1280  # the quick start's Qwen2-VL geometry, still images: 3 x 14 x 14 -> 1280
 lines = [json.loads(l) for l in open(sys.argv[1])]
@@ -183,7 +183,7 @@ for small in (l for l in lines if l["side"] == 112):
 doc["gemm"] = rows
 open(sys.argv[2], "w").write(json.dumps(doc, indent=1) + "\n")
 EOF
-  python3 - "$out/$arch.json" "$arch" <<'EOF'
+  /usr/bin/python3 - "$out/$arch.json" "$arch" <<'EOF'
 import json, sys
 runs = json.load(open(sys.argv[1]))
 gemm = runs.pop("gemm")

@@ -20,7 +20,7 @@ survivors=()
 while IFS= read -r line; do
   [[ -z $line || $line == \#* ]] && continue
   # Fields are split on " @@ " and stripped, so TEXT and REPLACEMENT start at their first non-blank.
-  IFS=$'\x1f' read -r file old new why < <(python3 -c 'import sys; print("\x1f".join(f.strip() for f in sys.argv[1].split(" @@ ")))' "$line")
+  IFS=$'\x1f' read -r file old new why < <(/usr/bin/python3 -c 'import sys; print("\x1f".join(f.strip() for f in sys.argv[1].split(" @@ ")))' "$line")
   # "[arm] ..." mutants change NEON code, which only ARM builds compile: this host cannot kill them
   # (they were seen killed by the suite under qemu, scripts/test.sh arm).
   if [[ $why == "[arm]"* && $(uname -m) != a* ]]; then
@@ -29,13 +29,13 @@ while IFS= read -r line; do
   fi
   total=$((total + 1))
   target="$scratch/src/$file"
-  count=$(python3 -c 'import sys; print(open(sys.argv[1]).read().count(sys.argv[2]))' "$target" "$old")
+  count=$(/usr/bin/python3 -c 'import sys; print(open(sys.argv[1]).read().count(sys.argv[2]))' "$target" "$old")
   if [[ $count != 1 ]]; then
     echo "mutants: stale mutant ($count matches in $file): $why" >&2
     exit 1
   fi
   cp "$target" "$scratch/original"
-  python3 -c 'import sys; p, a, b = sys.argv[1:]; s = open(p).read(); open(p, "w").write(s.replace(a, b))' "$target" "$old" "$new"
+  /usr/bin/python3 -c 'import sys; p, a, b = sys.argv[1:]; s = open(p).read(); open(p, "w").write(s.replace(a, b))' "$target" "$old" "$new"
   verdict=survived
   if ! cmake --build "$scratch/build" -j "$jobs" > "$scratch/mutant.log" 2>&1; then
     verdict="killed (does not build)"
