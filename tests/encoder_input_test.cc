@@ -254,6 +254,11 @@ TEST(EncoderInputErrors, WindowIndexCapacityTooSmallStillGivesTheCounts) {
             PF_INVALID_ARGUMENT);
   EXPECT_EQ(groups, 60u);
   EXPECT_EQ(bounds, 7u);  // 2 x 3 windows of up to 4 x 4 groups, plus the leading 0
+  // Each side is allowed, their product is past the bound: refused by rule, not by failing to
+  // allocate 2^39 indexes twice.
+  const auto huge = s->window_order(pf_grid{1 << 20, 1 << 20, 2});
+  EXPECT_NE(huge.error().find("window order: grid 1048576x1048576x2 is more than 2^32 patches"), std::string::npos)
+      << huge.error();
 }
 
 // A .pfb written without the encoder_input table (as before it existed) loads, runs patches and
