@@ -159,7 +159,32 @@ TEST(Prepare, BadArgumentsAreRefusedWithTheReason) {
   pf_input_shape rows{};
   rows.kind = PF_INPUT_PIXEL_VALUES;
   rows.grid = {0, 4, 4};
-  refused(&rows, "must be at least 1");
+  refused(&rows, "must be 1 to 2^20");
+  rows.grid = {1, int64_t{1} << 21, 2};
+  refused(&rows, "must be 1 to 2^20");
+}
+
+// 2^32 rows of valid sides: oneDNN's plan for them divided by zero (SIGFPE) before the rule. Every
+// backend refuses the size before planning it (a run passes the same check, session_sizes.cc).
+TEST(Prepare, MoreRowsThanACallTakesAreRefusedOnEveryBackend) {
+  testing::TempDir tmp;
+  const Model model = convert_fixture(tmp / "m.pfb");
+  int ran = 0;
+  for (pf_backend b : {PF_BACKEND_REFERENCE, PF_BACKEND_ONEDNN, PF_BACKEND_XNNPACK}) {
+    pf_session_options o = default_options();
+    o.backend = b;
+    o.precision = PF_PRECISION_F32;
+    auto s = Session::create(model, 0, o);
+    if (!s) continue;  // not in this build
+    ++ran;
+    pf_input_shape rows{};
+    rows.kind = PF_INPUT_PIXEL_VALUES;
+    rows.grid = {1, int64_t{1} << 20, 4096};
+    EXPECT_EQ(pf_session_prepare(s->get(), &rows), PF_INVALID_ARGUMENT) << b;
+    EXPECT_NE(std::string(pf_last_error()).find("N = 4294967296 patches in one call; at most 2^31 - 1"), std::string::npos)
+        << pf_last_error();
+  }
+  EXPECT_GE(ran, 1);
 }
 
 }  // namespace

@@ -294,7 +294,7 @@ PF_API pf_status pf_session_create(const pf_model* model, size_t module_index, c
  *  [n, C, kt, kh, kw] array is the same memory.
  *  @param input   n * patch_volume floats; read only during the call; no padding needed.
  *  @param output  n * embed_dim floats; written only during the call; must not overlap input.
- *  @return PF_OK, PF_INVALID_ARGUMENT (null, n == 0, n * row length overflows),
+ *  @return PF_OK, PF_INVALID_ARGUMENT (null, n == 0, n above 2^31 - 1, n * row length overflows),
  *          PF_OUT_OF_MEMORY, PF_INTERNAL. */
 PF_API pf_status pf_session_run(pf_session* session, const float* input, size_t n, float* output);
 
@@ -304,7 +304,8 @@ PF_API pf_status pf_session_run(pf_session* session, const float* input, size_t 
  *  The grid's terms (position term, class row, window slots) are computed on the first run of a
  *  grid and kept for the 4 most recently used grids.
  *  @param input   t * h * w * patch_volume floats; read only during the call.
- *  @param grid    not retained; h and w multiples of the merge size for encoder-input sessions.
+ *  @param grid    not retained; t, h and w 1 to 2^20; h and w multiples of the merge size for
+ *                 encoder-input sessions.
  *  @param output  pf_session_output_rows(grid) * embed_dim floats; must not overlap input.
  *  @return PF_OK, PF_INVALID_ARGUMENT (null, a grid the model refuses), PF_UNSUPPORTED (int8),
  *          PF_OUT_OF_MEMORY, PF_INTERNAL. */

@@ -128,8 +128,10 @@ Result<FrameGrid> Session::frames_grid(size_t t, size_t height, size_t width) co
 }
 
 Result<int64_t> Session::output_rows(const FrameGrid& g) const {
-  PF_CHECK(g.t >= 1 && g.h >= 1 && g.w >= 1, Code::kInvalidArgument, "grid ", g.t, "x", g.h, "x", g.w,
-           ": t, h and w must be at least 1");
+  // Sides of at most 2^20 keep t * h * w well inside int64 (and every grid a processor makes inside them).
+  const auto side = [](int64_t s) { return s >= 1 && s <= (int64_t{1} << 20); };
+  PF_CHECK(side(g.t) && side(g.h) && side(g.w), Code::kInvalidArgument, "grid ", g.t, "x", g.h, "x", g.w,
+           ": t, h and w must be 1 to 2^20");
   if (!encoder_) return g.rows();
   PF_CHECK(g.h % encoder_->merge_size == 0 && g.w % encoder_->merge_size == 0, Code::kInvalidArgument, "grid ", g.t, "x",
            g.h, "x", g.w, ": h and w must be multiples of the merge size ", encoder_->merge_size);
@@ -230,8 +232,6 @@ Status Session::run_grid(const float* input, const FrameGrid& g, float* output) 
            "run_grid: precision int8 takes frames only: float pixel_values would need a lossy quantization");
   PF_ASSIGN_OR_RETURN(const int64_t out_rows, output_rows(g));
   if (!encoder_) return run(input, static_cast<size_t>(g.rows()), output);
-  PF_CHECK(g.t <= (int64_t{1} << 20) && g.h <= (int64_t{1} << 20) && g.w <= (int64_t{1} << 20), Code::kInvalidArgument,
-           "run_grid: grid ", g.t, "x", g.h, "x", g.w, " must have sides of at most 2^20");
   const auto k = static_cast<size_t>(module_.patch_volume);
   PF_CHECK(checked_mul(static_cast<uint64_t>(g.rows()), k).value_or(UINT64_MAX) <= SIZE_MAX / sizeof(float),
            Code::kInvalidArgument, "run_grid: grid ", g.t, "x", g.h, "x", g.w, " overflows the address space");
