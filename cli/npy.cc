@@ -3,8 +3,8 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
 
+#include "runtime/core/mapped_file.h"
 #include "runtime/core/output_file.h"
 #include "runtime/core/checked_math.h"
 #include "runtime/rules/fusion_rules.h"
@@ -91,33 +91,28 @@ Status parse_header(const std::string& path, const std::string& h, NpyArray& a) 
 
 }  // namespace
 
-// Reads the header first and checks the data size it implies against the file's size, so a
-// header that claims more than the file holds never causes an allocation of that size.
+// Checks the data size the header implies against the file's size, so a header that claims
+// more than the file holds never causes an allocation of that size. A regular file only, as every
+// input (MappedFile): a directory, FIFO or /dev/zero is refused by name.
 Result<NpyArray> read_npy(const std::string& path) {
-  std::ifstream in(path, std::ios::binary | std::ios::ate);
-  PF_CHECK(in, Code::kIoError, path, ": cannot open");
-  const auto file_size = static_cast<uint64_t>(in.tellg());
-  in.seekg(0);
-  char pre[12] = {};
-  in.read(pre, 10);
-  PF_CHECK(in && std::memcmp(pre, "\x93NUMPY", 6) == 0, Code::kInvalidArgument, path,
+  PF_ASSIGN_OR_RETURN(MappedFile file, MappedFile::open(path, MappedFile::Reading::kParts));
+  const uint8_t* f = file.data();
+  const uint64_t file_size = file.size();
+  PF_CHECK(file_size >= 10 && std::memcmp(f, "\x93NUMPY", 6) == 0, Code::kInvalidArgument, path,
            ": not a .npy file (missing the \\x93NUMPY magic)");
-  const int major = static_cast<uint8_t>(pre[6]);
+  const int major = f[6];
   PF_CHECK(major >= 1 && major <= 3, Code::kInvalidArgument, path, ": .npy format version ", major,
            " is not 1, 2 or 3");
   const size_t len_bytes = major == 1 ? 2 : 4;
-  if (len_bytes == 4) in.read(pre + 10, 2);
-  PF_CHECK(in, Code::kInvalidArgument, path, ": truncated .npy header");
+  PF_CHECK(file_size >= 8 + len_bytes, Code::kInvalidArgument, path, ": truncated .npy header");
   size_t header_len = 0;
-  for (size_t i = 0; i < len_bytes; ++i) header_len |= size_t{static_cast<uint8_t>(pre[8 + i])} << (8 * i);
+  for (size_t i = 0; i < len_bytes; ++i) header_len |= size_t{f[8 + i]} << (8 * i);
   PF_CHECK(header_len <= kMaxHeaderBytes, Code::kInvalidArgument, path, ": header length ", header_len,
            " exceeds ", kMaxHeaderBytes, " bytes");
   const uint64_t data_start = 8 + len_bytes + header_len;
   PF_CHECK(data_start <= file_size, Code::kInvalidArgument, path, ": header length ", header_len,
            " runs past the end of the file");
-  std::string header(header_len, '\0');
-  in.read(header.data(), static_cast<std::streamsize>(header_len));
-  PF_CHECK(in, Code::kIoError, path, ": cannot read the header");
+  const std::string header(reinterpret_cast<const char*>(f) + 8 + len_bytes, header_len);
 
   NpyArray a;
   PF_RETURN_IF_ERROR(parse_header(path, header, a));
@@ -126,9 +121,7 @@ Result<NpyArray> read_npy(const std::string& path) {
   PF_CHECK(want && *want == file_size - data_start, Code::kInvalidArgument, path, ": shape ", format_dims(a.shape),
            " x ", elem, " bytes needs ", want ? cat(*want) : std::string("more than 2^64"),
            " bytes of data but the file has ", file_size - data_start);
-  a.bytes.resize(*want);
-  in.read(reinterpret_cast<char*>(a.bytes.data()), static_cast<std::streamsize>(*want));
-  PF_CHECK(in || *want == 0, Code::kIoError, path, ": cannot read ", *want, " bytes of data");
+  a.bytes.assign(f + data_start, f + file_size);
   return a;
 }
 

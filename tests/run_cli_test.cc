@@ -5,6 +5,8 @@
 #include <cmath>
 #include <cstdio>
 #include <fstream>
+
+#include <sys/stat.h>
 #include <nlohmann/json.hpp>
 
 #include "converter/sample_checkpoint.h"
@@ -155,6 +157,15 @@ TEST_F(RunCli, BadInputs) {
   expect_failure(model() + " --input " + (dir_ / "f64.npy") + " --output " + out(), "dtype '<f8' must be float32");
   testing::write_text(dir_ / "junk.npy", "not an array");
   expect_failure(model() + " --input " + (dir_ / "junk.npy") + " --output " + out(), "not a .npy file");
+  // Inputs that are not regular files: a directory threw out of the reader (abort), /dev/zero was
+  // read until memory ran out, and a FIFO blocked the open.
+  ASSERT_EQ(::mkfifo((dir_ / "fifo").c_str(), 0600), 0);
+  for (const std::string& odd : {std::string(dir_ / "ckpt"), std::string("/dev/zero"), std::string(dir_ / "fifo")}) {
+    for (const std::string& input : {"--input " + odd, "--image " + odd, "--frames " + odd + "," + odd,
+                                     "--yuv " + odd + " --format nv12 --size 64x64"}) {
+      expect_failure(model() + " " + input + " --output " + out(), odd + ": not a regular file");
+    }
+  }
   expect_failure((dir_ / "ckpt/config.json") + " --input " + input() + " --output " + out(), "not a patchfuse model");
   expect_failure(model() + " --input " + input() + " --output " + out() + " --module audio.patch_embed",
                  "no module 'audio.patch_embed' in the model (it has: model.visual.patch_embed)");

@@ -12,11 +12,10 @@
 #include <webp/decode.h>
 #include <webp/demux.h>
 
-#include <fstream>
-#include <iterator>
 #include <memory>
 #include <random>
 
+#include "runtime/core/mapped_file.h"
 #include "runtime/core/output_file.h"
 #include "tools/exif.h"
 #include "tools/stb_formats.h"
@@ -31,12 +30,12 @@ pf_image Image::view() const {
 
 namespace {
 
+// Regular files only, as for models (MappedFile): a directory made the stream throw, and
+// /dev/zero or a FIFO would be read until memory ran out.
 Expected<std::vector<uint8_t>> read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return {PF_IO_ERROR, path + ": cannot open: " + std::strerror(errno)};
-  std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (in.bad()) return {PF_IO_ERROR, path + ": read failed"};
-  return bytes;
+  Result<MappedFile> file = MappedFile::open(path, MappedFile::Reading::kWhole);
+  if (!file.ok()) return {PF_IO_ERROR, file.error().message};
+  return std::vector<uint8_t>(file->data(), file->data() + file->size());
 }
 
 std::string too_large(const std::string& path, uint64_t w, uint64_t h, uint64_t limit) {

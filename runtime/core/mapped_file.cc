@@ -12,7 +12,9 @@
 namespace patchfuse {
 
 Result<MappedFile> MappedFile::open(const std::string& path, Reading reading) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  // O_NONBLOCK: a FIFO is refused below instead of blocking the open until a writer comes (no
+  // effect on regular files).
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   PF_CHECK(fd >= 0, Code::kIoError, path, ": cannot open: ", std::strerror(errno));
   struct stat st {};
   if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
