@@ -144,6 +144,10 @@ TEST_F(BenchCli, CsvJsonAndCompare) {
   const CommandResult bad = testing::run_command(std::string(PATCHFUSE_BENCH_BIN) + " compare " + (dir_ / "a.csv") + " " + (dir_ / "b.json"));
   EXPECT_EQ(bad.exit_code, 1);
   EXPECT_NE(bad.err.find("a.csv: not a patchfuse-bench --json file"), std::string::npos) << bad.err;
+  // A directory aborted the stream (uncaught std::ios_base::failure).
+  const CommandResult dir = testing::run_command(std::string(PATCHFUSE_BENCH_BIN) + " compare " + dir_.path() + " " + (dir_ / "b.json"));
+  EXPECT_EQ(dir.exit_code, 1);
+  EXPECT_NE(dir.err.find(dir_.path() + ": not a regular file"), std::string::npos) << dir.err;
 }
 
 // --frames-only: the frames rows alone (no pixel_values rows of the same N); it needs --image.

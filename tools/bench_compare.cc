@@ -3,13 +3,14 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <tuple>
 #include <utility>
 #include <vector>
+
+#include "runtime/core/mapped_file.h"
 
 namespace patchfuse {
 
@@ -26,9 +27,13 @@ Key key_of(const ojson& r) {
 }
 
 bool load(const char* path, ojson& doc) {
-  std::ifstream in(path);
-  doc = ojson::parse(in, nullptr, false);
-  if (!in || doc.is_discarded() || !doc.is_object() || !doc.contains("results") || !doc["results"].is_array()) {
+  Result<MappedFile> file = MappedFile::open(path, MappedFile::Reading::kWhole);  // a regular file, as every input
+  if (!file.ok()) {
+    std::fprintf(stderr, "patchfuse-bench: error: %s\n", file.error().message.c_str());
+    return false;
+  }
+  doc = ojson::parse(file->data(), file->data() + file->size(), nullptr, false);
+  if (doc.is_discarded() || !doc.is_object() || !doc.contains("results") || !doc["results"].is_array()) {
     std::fprintf(stderr, "patchfuse-bench: error: %s: not a patchfuse-bench --json file (no results array)\n", path);
     return false;
   }
