@@ -5,6 +5,8 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <climits>
+#include <cstdlib>
 #include <cstdio>
 #include <cstring>
 
@@ -23,10 +25,10 @@ Status check_not_an_input(const std::string& output, const std::vector<std::stri
   return {};
 }
 
-Status write_file_atomically(const std::string& path, const std::vector<uint8_t>& bytes) {
-  std::string tmp = path + ".tmp.XXXXXX";
-  const int fd = ::mkstemp(tmp.data());
-  PF_CHECK(fd >= 0, Code::kIoError, path, ": cannot create a temporary file beside it: ", std::strerror(errno));
+namespace {
+
+// Writes all of `bytes` to `fd`; on failure closes it and says how far it got.
+Status write_all(int fd, const std::string& path, const std::vector<uint8_t>& bytes) {
   size_t done = 0;
   while (done < bytes.size()) {
     const ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
@@ -34,10 +36,39 @@ Status write_file_atomically(const std::string& path, const std::vector<uint8_t>
     if (n <= 0) {
       const int err = errno;
       ::close(fd);
-      ::unlink(tmp.c_str());
       return make_error(Code::kIoError, cat(path, ": write failed after ", done, " bytes: ", std::strerror(err)));
     }
     done += static_cast<size_t>(n);
+  }
+  return {};
+}
+
+}  // namespace
+
+Status write_file_atomically(const std::string& path, const std::vector<uint8_t>& bytes) {
+  struct stat st {};
+  std::string target = path;
+  if (::stat(path.c_str(), &st) == 0) {
+    PF_CHECK(!S_ISDIR(st.st_mode), Code::kIoError, path, ": is a directory");
+    if (!S_ISREG(st.st_mode)) {
+      // /dev/null, /dev/stdout, a FIFO: written in place. A rename over one would replace the
+      // node itself (root may replace /dev/null), and none can keep a half-written file.
+      const int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
+      PF_CHECK(fd >= 0, Code::kIoError, path, ": cannot open for writing: ", std::strerror(errno));
+      PF_RETURN_IF_ERROR(write_all(fd, path, bytes));
+      PF_CHECK(::close(fd) == 0, Code::kIoError, path, ": cannot finish writing: ", std::strerror(errno));
+      return {};
+    }
+    // A link to a file: the file it names is replaced, and the link stays.
+    char resolved[PATH_MAX];
+    if (::realpath(path.c_str(), resolved) != nullptr) target = resolved;
+  }
+  std::string tmp = target + ".tmp.XXXXXX";
+  const int fd = ::mkstemp(tmp.data());
+  PF_CHECK(fd >= 0, Code::kIoError, path, ": cannot create a temporary file beside it: ", std::strerror(errno));
+  if (Status s = write_all(fd, path, bytes); !s.ok()) {
+    ::unlink(tmp.c_str());
+    return s;
   }
   // mkstemp creates 0600; an output file is an ordinary artifact, so honour the umask instead.
   const mode_t mask = ::umask(0);
@@ -48,7 +79,7 @@ Status write_file_atomically(const std::string& path, const std::vector<uint8_t>
     ::unlink(tmp.c_str());
     return make_error(Code::kIoError, cat(path, ": cannot finish writing: ", std::strerror(err)));
   }
-  if (::rename(tmp.c_str(), path.c_str()) != 0) {
+  if (::rename(tmp.c_str(), target.c_str()) != 0) {
     const int rerr = errno;
     ::unlink(tmp.c_str());
     return make_error(Code::kIoError, cat(path, ": cannot rename the temporary file into place: ", std::strerror(rerr)));

@@ -1,5 +1,6 @@
 // Writing outputs (converter and tools) so that a failed command leaves nothing behind: bytes go to a temporary file in
-// the destination folder (same filesystem), are flushed, then renamed over the destination.
+// the destination folder (same filesystem), are flushed, then renamed over the destination (over a link's file, keeping
+// the link). An existing output that is not a file (/dev/null, /dev/stdout, a FIFO) is written in place instead.
 #pragma once
 
 #include <cstdint>
