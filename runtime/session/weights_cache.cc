@@ -111,6 +111,11 @@ std::optional<std::vector<CacheBlob>> WeightsCache::find(const std::string& kind
 }
 
 Status WeightsCache::store(const std::string& kind, const std::vector<CacheBlob>& blobs) {
+  // A cache is a file: /dev/null or a FIFO would be written in place (output_file.h), to no use
+  // or waiting for a reader.
+  struct stat st {};
+  PF_CHECK(::stat(path_.c_str(), &st) != 0 || S_ISREG(st.st_mode), Code::kIoError, path_,
+           ": not a regular file, so no cache is written there");
   load();  // the file as it is now: another session may have added a kernel since
   const std::string key = scope_ + kSeparator + kind;
   size_t bytes = 1024;
