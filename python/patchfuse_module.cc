@@ -115,9 +115,23 @@ py::array_t<float> output(const py::object& out, int64_t rows, int64_t width) {
   return py::reinterpret_borrow<py::array_t<float>>(out);
 }
 
-pf_grid to_grid(const py::tuple& g) {
-  if (g.size() != 3) throw py::value_error("grid must be (t, h, w), got " + py::repr(g).cast<std::string>());
-  return pf_grid{g[0].cast<int64_t>(), g[1].cast<int64_t>(), g[2].cast<int64_t>()};
+// `v` as a T, or a TypeError naming the argument and what it got (pybind11's own cast_error is a
+// RuntimeError that names neither).
+template <class T>
+T cast_arg(const py::handle& v, const std::string& what, const char* expected) {
+  try {
+    return v.cast<T>();
+  } catch (const py::cast_error&) {
+    throw py::type_error(what + " must be " + expected + ", got " + py::repr(v).cast<std::string>());
+  }
+}
+
+pf_grid to_grid(const py::object& grid) {
+  const auto g = cast_arg<std::vector<int64_t>>(grid, "grid", "(t, h, w) of ints");
+  if (g.size() != 3 || py::isinstance<py::str>(grid)) {
+    throw py::value_error("grid must be (t, h, w), got " + py::repr(grid).cast<std::string>());
+  }
+  return pf_grid{g[0], g[1], g[2]};
 }
 py::tuple from_grid(const pf_grid& g) { return py::make_tuple(g.t, g.h, g.w); }
 
@@ -439,7 +453,7 @@ run without the GIL; one session serializes its calls (use one session per threa
              if (py::isinstance<py::str>(module)) {
                index = value_of(s->model->model->find_module(module.cast<std::string>()));
              } else {
-               index = module.cast<size_t>();
+               index = cast_arg<size_t>(module, "module", "an index >= 0 or a module path");
              }
              pf_session_options o = patchfuse::default_options();
              o.backend = lookup(patchfuse::backend_names(), backend, "backend");
@@ -487,9 +501,9 @@ run without the GIL; one session serializes its calls (use one session per threa
             pf_input_shape shape{};
             if (!grid.is_none()) {
               shape.kind = PF_INPUT_PIXEL_VALUES;
-              shape.grid = to_grid(grid.cast<py::tuple>());
+              shape.grid = to_grid(grid);
             } else if (!image.is_none()) {
-              const auto hw = image.cast<std::pair<int64_t, int64_t>>();
+              const auto hw = cast_arg<std::pair<int64_t, int64_t>>(image, "image", "(height, width) of ints");
               shape.kind = PF_INPUT_IMAGES;
               shape.t = frames;
               shape.height = hw.first;
@@ -511,7 +525,7 @@ run without the GIL; one session serializes its calls (use one session per threa
               throw py::value_error("pixel_values: shape " + shape_text(pixel_values) + " must be (N, " +
                                     std::to_string(s.module.patch_volume) + ") with N >= 1");
             }
-            const pf_grid g = grid.is_none() ? pf_grid{1, 1, pixel_values.shape(0)} : to_grid(grid.cast<py::tuple>());
+            const pf_grid g = grid.is_none() ? pf_grid{1, 1, pixel_values.shape(0)} : to_grid(grid);
             if (g.t * g.h * g.w != pixel_values.shape(0)) {
               throw py::value_error("pixel_values: " + std::to_string(pixel_values.shape(0)) + " rows, but grid " +
                                     py::repr(grid).cast<std::string>() + " has " + std::to_string(g.t * g.h * g.w));
@@ -555,7 +569,7 @@ run without the GIL; one session serializes its calls (use one session per threa
           R"doc(Embed video frames (a list of same-size uint8 images as run_image takes), sized by the video processor's rule. Returns (output, grid).)doc")
       .def(
           "window_index",
-          [](PySession& s, const py::tuple& grid) {
+          [](PySession& s, const py::object& grid) {
             const auto o = value_of(s.session->window_order(to_grid(grid)));
             return py::make_tuple(py::array_t<int64_t>(o.window_index.size(), o.window_index.data()),
                                   py::array_t<int64_t>(o.reverse_index.size(), o.reverse_index.data()),
@@ -565,7 +579,7 @@ run without the GIL; one session serializes its calls (use one session per threa
           R"doc(Qwen2.5-VL's window order for grid=(t, h, w): (window_index, reverse_index, cu_window_seqlens) as int64 arrays.)doc")
       .def(
           "block_inputs",
-          [](PySession& s, const py::tuple& grid) {
+          [](PySession& s, const py::object& grid) {
             const pf_grid g = to_grid(grid);
             py::dict d;
             for (const pf_block_input_info& b : value_of(s.session->block_inputs(g))) {

@@ -133,6 +133,15 @@ def test_no_silent_copies_and_out(sample):
     with pytest.raises(patchfuse.Error) as e:
         patchfuse.Session(patchfuse.Model(str(sample / "cli.pfb")), precision="int8").run(x)
     assert e.value.status == "unsupported"
+    # Arguments of the wrong type name themselves (pybind11's cast error named neither).
+    with pytest.raises(TypeError, match="module must be an index >= 0 or a module path, got -1"):
+        patchfuse.Session(patchfuse.Model(str(sample / "cli.pfb")), -1)
+    with pytest.raises(TypeError, match=r"grid must be \(t, h, w\) of ints, got 'abc'"):
+        s.prepare(grid="abc")
+    with pytest.raises(TypeError, match=r"grid must be \(t, h, w\) of ints, got \(1, 2, 2.5\)"):
+        s.run(x, grid=(1, 2, 2.5))
+    with pytest.raises(TypeError, match=r"image must be \(height, width\) of ints, got 'x'"):
+        s.prepare(image="x")
 
 
 def test_model_from_a_buffer_and_lifetime(sample):
