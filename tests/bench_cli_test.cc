@@ -74,6 +74,12 @@ TEST_F(BenchCli, UnsupportedConfigurationsAreReportedNotDropped) {
   EXPECT_FALSE(j["results"][1].contains("error"));
   // Nothing runnable at all is a failure.
   EXPECT_EQ(bench("--backend reference --precision bf16 --patches 2 --runs 1").exit_code, 1);
+  // --json over the model is refused before any run (it replaced the model).
+  const auto model = testing::read_bytes(dir_ / "m.pfb");
+  const CommandResult over = bench("--backend reference --patches 2 --runs 1 --json " + (dir_ / "m.pfb"));
+  EXPECT_EQ(over.exit_code, 1);
+  EXPECT_NE(over.err.find("m.pfb: output is the input file"), std::string::npos) << over.err;
+  EXPECT_EQ(testing::read_bytes(dir_ / "m.pfb"), model);
 }
 
 // --image times the frames path beside the pixel_values path on the same N (the grid's rows).

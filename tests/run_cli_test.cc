@@ -157,6 +157,10 @@ TEST_F(RunCli, BadInputs) {
   expect_failure(model() + " --input " + (dir_ / "f64.npy") + " --output " + out(), "dtype '<f8' must be float32");
   testing::write_text(dir_ / "junk.npy", "not an array");
   expect_failure(model() + " --input " + (dir_ / "junk.npy") + " --output " + out(), "not a .npy file");
+  // An output over an input: the .npy was replaced by the output (exit 0).
+  const auto input_bytes = testing::read_bytes(input());
+  expect_failure(model() + " --input " + input() + " --output " + input(), "output is the input file");
+  EXPECT_EQ(testing::read_bytes(input()), input_bytes);
   // Inputs that are not regular files: a directory threw out of the reader (abort), /dev/zero was
   // read until memory ran out, and a FIFO blocked the open.
   ASSERT_EQ(::mkfifo((dir_ / "fifo").c_str(), 0600), 0);

@@ -237,6 +237,12 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "note: running under user-mode emulation (qemu): these figures show function, not speed\n");
   }
 
+  for (const std::string& out : {o.json, o.csv}) {  // refused before the runs, not after
+    if (out.empty()) continue;
+    const patchfuse::Status s = patchfuse::check_not_an_input(out, {o.model});
+    if (!s.ok()) return fail(s.error().message);
+  }
+
   // Probe the model once for its geometry and module.
   auto probe = patchfuse::Model::open_file(o.model);
   if (!probe) return fail(probe.error());

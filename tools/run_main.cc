@@ -9,6 +9,7 @@
 
 #include "patchfuse/patchfuse.hpp"
 #include "cli/command_line.h"
+#include "runtime/core/output_file.h"
 #include "tools/block_inputs_dir.h"
 #include "tools/image_files.h"
 #include "tools/output_diff.h"
@@ -113,6 +114,15 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "patchfuse-run: usage error: --size '%s' must be WxH, e.g. 1920x1080\n", size.c_str());
       return 2;
     }
+  }
+
+  // An output over an input would replace the user's data with ours (the converter refuses the same).
+  std::vector<std::string> inputs = {model_path, input_path, image_path, yuv_path};
+  inputs.insert(inputs.end(), frame_paths.begin(), frame_paths.end());
+  for (const std::string& out : {output_path, write_resized}) {
+    if (out.empty()) continue;
+    const patchfuse::Status s = patchfuse::check_not_an_input(out, inputs);
+    if (!s.ok()) return fail(s.error().message);
   }
 
   auto model = patchfuse::Model::open_file(model_path);
