@@ -429,6 +429,18 @@ TEST_F(RunCli, UsageErrorsExitTwo) {
   EXPECT_EQ(run_cli(model() + " --input " + input()).exit_code, 2);  // --output missing
   EXPECT_EQ(run_cli(model() + " --input " + input() + " --output " + out() + " --backend gpu").exit_code, 2);
   EXPECT_EQ(run_cli(model() + " --input " + input() + " --output " + out() + " --threads 0").exit_code, 2);
+  // Sizes and grids are positive integers joined by 'x', each within int64: a sign, an overflow
+  // or a trailing character is a usage error (sscanf read "4x-2" as 4 by 2^64 - 2).
+  for (const char* size : {"4x-2", "99999999999999999999x2", "4x2x", "4x+2", "0x2", "x2"}) {
+    const CommandResult r = run_cli(model() + " --yuv " + input() + " --format nv12 --size " + size + " --output " + out());
+    EXPECT_EQ(r.exit_code, 2) << size << ": " << r.err;
+    EXPECT_NE(r.err.find("must be WxH"), std::string::npos) << r.err;
+  }
+  for (const char* grid : {"1x-2x2", "99999999999999999999x2x2", "1x2x2x", "1x2"}) {
+    const CommandResult r = run_cli(model() + " --grid " + grid + " --block-inputs " + (dir_ / "bi"));
+    EXPECT_EQ(r.exit_code, 2) << grid << ": " << r.err;
+    EXPECT_NE(r.err.find("must be TxHxW"), std::string::npos) << r.err;
+  }
 }
 
 // --block-inputs: with --grid alone nothing runs and DIR gets each block input as transformers'

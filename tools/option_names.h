@@ -2,7 +2,8 @@
 // patchfuse-bench so both accept and print the same words.
 #pragma once
 
-#include <cstdio>
+#include <charconv>
+#include <cstdint>
 #include <map>
 #include <string>
 #include <vector>
@@ -44,24 +45,35 @@ inline const std::map<std::string, pf_output_stage>& output_stage_names() {
   return m;
 }
 
+// Parses `n` positive integers joined by 'x' into `out`; false on anything else, a sign or a value
+// past INT64_MAX included (sscanf's %llu took "4x-2" as 4 by 2^64 - 2).
+inline bool parse_dims(const std::string& text, size_t n, int64_t* out) {
+  const char* p = text.data();
+  const char* const end = p + text.size();
+  for (size_t i = 0; i < n; ++i) {
+    if (i > 0 && (p == end || *p++ != 'x')) return false;
+    const auto [next, ec] = std::from_chars(p, end, out[i]);
+    if (ec != std::errc() || out[i] <= 0) return false;
+    p = next;
+  }
+  return p == end;
+}
+
 // Parses an image size "WxH" (width first, as camera and video tools write it: 1280x720) into
 // `width` and `height`; false when it is not two positive integers. Every tool's sizes use it.
 inline bool parse_size(const std::string& text, size_t& width, size_t& height) {
-  unsigned long long w = 0, h = 0;
-  char x = 0, extra = 0;
-  if (std::sscanf(text.c_str(), "%llu%c%llu%c", &w, &x, &h, &extra) != 3 || x != 'x' || w == 0 || h == 0) return false;
-  width = static_cast<size_t>(w);
-  height = static_cast<size_t>(h);
+  int64_t wh[2];
+  if (!parse_dims(text, 2, wh)) return false;
+  width = static_cast<size_t>(wh[0]);
+  height = static_cast<size_t>(wh[1]);
   return true;
 }
 
 // Parses "TxHxW" (image_grid_thw) into `grid`; false when it is not three positive integers.
 inline bool parse_grid(const std::string& text, pf_grid& grid) {
-  long long t = 0, h = 0, w = 0;
-  char x1 = 0, x2 = 0, extra = 0;
-  if (std::sscanf(text.c_str(), "%lld%c%lld%c%lld%c", &t, &x1, &h, &x2, &w, &extra) != 5 || x1 != 'x' || x2 != 'x') return false;
-  if (t <= 0 || h <= 0 || w <= 0) return false;
-  grid = pf_grid{t, h, w};
+  int64_t thw[3];
+  if (!parse_dims(text, 3, thw)) return false;
+  grid = pf_grid{thw[0], thw[1], thw[2]};
   return true;
 }
 
