@@ -260,6 +260,8 @@ Status Session::prepare_rows(const FrameGrid& g) {
   try {
     PF_ASSIGN_OR_RETURN(Kernel * kernel, rows_kernel());
     start_threads(*kernel);
+    // Checked before the cast: a 32-bit size_t would wrap 2^32 rows to 0 (seen on armhf).
+    PF_CHECK(encoder_ || g.rows() <= INT32_MAX, Code::kInvalidArgument, "N = ", g.rows(), " patches in one call; at most 2^31 - 1");
     Status s = encoder_ ? grid_chunks(nullptr, g, nullptr, Pass::kPrepare) : ensure_prepared(*kernel, static_cast<size_t>(g.rows()));
     profile_ = kept;
     return s;
