@@ -307,7 +307,7 @@ Result<WindowOrder> window_order(const EncoderInputSpec& spec, int64_t t, int64_
   PF_CHECK(spec.window_size > 0, Code::kUnsupported, "window order: this model has no window attention (only Qwen2.5-VL's does)");
   PF_CHECK(t >= 1 && t <= (int64_t{1} << 20), Code::kInvalidArgument, "window order: grid t ", t, " must be 1 to 2^20");
   PF_RETURN_IF_ERROR(check_grid(spec, h, w));
-  // The block inputs' bound on rows (block_inputs.cc), checked before two index arrays of that size are made.
+  // Checked before two index arrays of about that size are made (the block inputs bound rows x head_dim the same way).
   PF_CHECK(static_cast<uint64_t>(t * h * w) <= (uint64_t{1} << 32), Code::kInvalidArgument, "window order: grid ", t, "x",
            h, "x", w, " is more than 2^32 patches");
   const int64_t m = spec.merge_size, lh = h / m, lw = w / m, unit = m * m;

@@ -231,7 +231,10 @@ Status Session::run_grid(const float* input, const FrameGrid& g, float* output) 
   PF_CHECK(precision_ != Precision::kInt8, Code::kUnsupported,
            "run_grid: precision int8 takes frames only: float pixel_values would need a lossy quantization");
   PF_ASSIGN_OR_RETURN(const int64_t out_rows, output_rows(g));
-  if (!encoder_) return run(input, static_cast<size_t>(g.rows()), output);
+  if (!encoder_) {
+    PF_RETURN_IF_ERROR(check_call_rows(static_cast<uint64_t>(g.rows())));  // before the cast (armhf)
+    return run(input, static_cast<size_t>(g.rows()), output);
+  }
   const auto k = static_cast<size_t>(module_.patch_volume);
   PF_CHECK(checked_mul(static_cast<uint64_t>(g.rows()), k).value_or(UINT64_MAX) <= SIZE_MAX / sizeof(float),
            Code::kInvalidArgument, "run_grid: grid ", g.t, "x", g.h, "x", g.w, " overflows the address space");
@@ -260,8 +263,7 @@ Status Session::prepare_rows(const FrameGrid& g) {
   try {
     PF_ASSIGN_OR_RETURN(Kernel * kernel, rows_kernel());
     start_threads(*kernel);
-    // Checked before the cast: a 32-bit size_t would wrap 2^32 rows to 0 (seen on armhf).
-    PF_CHECK(encoder_ || g.rows() <= INT32_MAX, Code::kInvalidArgument, "N = ", g.rows(), " patches in one call; at most 2^31 - 1");
+    if (!encoder_) PF_RETURN_IF_ERROR(check_call_rows(static_cast<uint64_t>(g.rows())));  // before the cast (armhf)
     Status s = encoder_ ? grid_chunks(nullptr, g, nullptr, Pass::kPrepare) : ensure_prepared(*kernel, static_cast<size_t>(g.rows()));
     profile_ = kept;
     return s;

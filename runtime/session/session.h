@@ -134,6 +134,9 @@ class Session {
                       const Kernel& kernel);
   // The kernel's plan for n rows, made on its first use and timed as setup.
   Status ensure_prepared(Kernel& kernel, size_t n);
+  // The rows one kernel call may take: at most 2^31 - 1. Checked on the 64-bit count, before any
+  // cast to size_t (32 bits on armhf).
+  static Status check_call_rows(uint64_t n);
   Result<FramesKernel*> make_frames_kernel(bool still);
   Result<Kernel*> make_rows_kernel();
   // A run's chunk loops serve pf_session_prepare too: kPrepare does each chunk size's one-time

@@ -28,10 +28,15 @@ Status Session::prepare_grid(const FrameGrid& g) {
   return {};
 }
 
-Status Session::ensure_prepared(Kernel& kernel, size_t n) {
-  // Every kernel call's size passes here. oneDNN's plans fail (SIGFPE) from 2^32 rows and
-  // gemmlowp counts rows in an int: far past any real input, so refused rather than cut.
+// oneDNN's plans fail (SIGFPE) from 2^32 rows and gemmlowp counts rows in an int: far past any
+// real input, so refused rather than cut.
+Status Session::check_call_rows(uint64_t n) {
   PF_CHECK(n <= INT32_MAX, Code::kInvalidArgument, "N = ", n, " patches in one call; at most 2^31 - 1");
+  return {};
+}
+
+Status Session::ensure_prepared(Kernel& kernel, size_t n) {
+  PF_RETURN_IF_ERROR(check_call_rows(n));  // every kernel call's size passes here
   const std::pair<const Kernel*, size_t> plan{&kernel, n};
   if (std::find(prepared_.begin(), prepared_.end(), plan) != prepared_.end()) return {};
   const bool f32_rows = &kernel == kernel_.get() || !kernel.takes_bf16();  // the frames gather makes bf16 rows itself
