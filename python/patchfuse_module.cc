@@ -24,6 +24,7 @@
 #include "converter/export.h"
 #include "converter/fusion_flags.h"
 #include "converter/inspect.h"
+#include "python/arguments.h"
 #include "patchfuse/patchfuse.hpp"
 #include "runtime/frames/pixel_formats.h"
 #include "tools/image_files.h"
@@ -32,6 +33,10 @@
 namespace py = pybind11;
 
 namespace {
+
+using patchfuse::python::cast_arg;
+using patchfuse::python::from_grid;
+using patchfuse::python::to_grid;
 
 // A failure of the runtime or the converter: patchfuse.Error with the one-line message and status.
 struct Failure : std::runtime_error {
@@ -115,25 +120,6 @@ py::array_t<float> output(const py::object& out, int64_t rows, int64_t width) {
   return py::reinterpret_borrow<py::array_t<float>>(out);
 }
 
-// `v` as a T, or a TypeError naming the argument and what it got (pybind11's own cast_error is a
-// RuntimeError that names neither).
-template <class T>
-T cast_arg(const py::handle& v, const std::string& what, const char* expected) {
-  try {
-    return v.cast<T>();
-  } catch (const py::cast_error&) {
-    throw py::type_error(what + " must be " + expected + ", got " + py::repr(v).cast<std::string>());
-  }
-}
-
-pf_grid to_grid(const py::object& grid) {
-  const auto g = cast_arg<std::vector<int64_t>>(grid, "grid", "(t, h, w) of ints");
-  if (g.size() != 3 || py::isinstance<py::str>(grid)) {
-    throw py::value_error("grid must be (t, h, w), got " + py::repr(grid).cast<std::string>());
-  }
-  return pf_grid{g[0], g[1], g[2]};
-}
-py::tuple from_grid(const pf_grid& g) { return py::make_tuple(g.t, g.h, g.w); }
 
 // A model and the bytes it reads (a mapped file, or a caller's buffer kept alive here).
 struct PyModel {

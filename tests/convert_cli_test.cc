@@ -5,7 +5,6 @@
 #include <nlohmann/json.hpp>
 
 #include <sys/resource.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstring>
@@ -513,21 +512,6 @@ TEST_F(ConvertCliBadInput, InvalidFusionValue) {
 TEST_F(ConvertCliBadInput, NoPatchEmbedding) {
   rewrite_header(R"({"visual.blocks.0.proj.weight":{"dtype":"BF16","shape":[8],"data_offsets":[0,16]}})", 16);
   expect_failure("", "no patch embedding found");
-}
-
-// A JSON input that is not a regular file is refused by name: a directory read as bad JSON, and
-// /dev/zero or a FIFO was read without end.
-TEST_F(ConvertCliBadInput, JsonInputsThatAreNotRegularFiles) {
-  const std::string config = dir_ / "ckpt/config.json";
-  ASSERT_EQ(std::remove(config.c_str()), 0);
-  ASSERT_EQ(::mkdir(config.c_str(), 0700), 0);
-  expect_failure("", "config.json: cannot read the model config (pass --config CONFIG.json): not a regular file");
-  ASSERT_EQ(::rmdir(config.c_str()), 0);
-  ASSERT_EQ(::symlink("/dev/zero", config.c_str()), 0);
-  expect_failure("", "config.json: cannot read the model config (pass --config CONFIG.json): not a regular file");
-  ASSERT_EQ(std::remove(config.c_str()), 0);
-  ASSERT_EQ(::mkfifo(config.c_str(), 0600), 0);
-  expect_failure("", "config.json: cannot read the model config (pass --config CONFIG.json): not a regular file");
 }
 
 TEST_F(ConvertCliBadInput, MissingConfig) {

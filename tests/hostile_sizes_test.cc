@@ -2,6 +2,8 @@
 // leave no output, and never allocate what the header claims (peak RSS stays under 64 MB, read
 // from the tool's own rusage).
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <cstring>
 
@@ -115,6 +117,23 @@ TEST_F(HostileSizes, PfbVectorClaimingMoreBytesThanTheFile) {
   expect_refused(std::string(PATCHFUSE_CONVERT_BIN) + " inspect " + (dir_ / "huge.pfb"), "huge.pfb");
   expect_refused(std::string(PATCHFUSE_CONVERT_BIN) + " export " + (dir_ / "huge.pfb") + " -o " + (dir_ / "out/w.safetensors"),
                  "huge.pfb");
+}
+
+// A JSON input that is not a regular file is refused by name: a directory was read as bad JSON,
+// and /dev/zero or a FIFO was read without end.
+TEST_F(HostileSizes, JsonInputsThatAreNotRegularFiles) {
+  const std::string config = dir_ / "ckpt/config.json";
+  const std::string convert = std::string(PATCHFUSE_CONVERT_BIN) + " convert " + (dir_ / "ckpt") + " -o " + (dir_ / "out/m.pfb");
+  const std::string needle = "config.json: cannot read the model config (pass --config CONFIG.json): not a regular file";
+  ASSERT_EQ(std::remove(config.c_str()), 0);
+  ASSERT_EQ(::mkdir(config.c_str(), 0700), 0);
+  expect_refused(convert, needle);
+  ASSERT_EQ(::rmdir(config.c_str()), 0);
+  ASSERT_EQ(::symlink("/dev/zero", config.c_str()), 0);
+  expect_refused(convert, needle);
+  ASSERT_EQ(std::remove(config.c_str()), 0);
+  ASSERT_EQ(::mkfifo(config.c_str(), 0600), 0);
+  expect_refused(convert, needle);
 }
 
 }  // namespace

@@ -236,11 +236,8 @@ int main(int argc, char** argv) {
   if (machine.emulated) {
     std::fprintf(stderr, "note: running under user-mode emulation (qemu): these figures show function, not speed\n");
   }
-
   for (const std::string& out : {o.json, o.csv}) {  // refused before the runs, not after
-    if (out.empty()) continue;
-    const patchfuse::Status s = patchfuse::check_not_an_input(out, {o.model});
-    if (!s.ok()) return fail(s.error().message);
+    if (const patchfuse::Status s = patchfuse::check_not_an_input(out, {o.model}); !s.ok()) return fail(s.error().message);
   }
 
   // Probe the model once for its geometry and module.

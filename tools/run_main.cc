@@ -120,9 +120,7 @@ int main(int argc, char** argv) {
   std::vector<std::string> inputs = {model_path, input_path, image_path, yuv_path};
   inputs.insert(inputs.end(), frame_paths.begin(), frame_paths.end());
   for (const std::string& out : {output_path, write_resized}) {
-    if (out.empty()) continue;
-    const patchfuse::Status s = patchfuse::check_not_an_input(out, inputs);
-    if (!s.ok()) return fail(s.error().message);
+    if (const patchfuse::Status s = patchfuse::check_not_an_input(out, inputs); !s.ok()) return fail(s.error().message);
   }
 
   auto model = patchfuse::Model::open_file(model_path);

@@ -11,7 +11,8 @@
 
 namespace patchfuse {
 
-// Refuses when `output` is one of `inputs` (same device and inode, so links and ./x count too).
+// Refuses when `output` is one of `inputs` (same device and inode, so links and ./x count too); a
+// path that does not exist, "" included, is never an input.
 Status check_not_an_input(const std::string& output, const std::vector<std::string>& inputs);
 
 Status write_file_atomically(const std::string& path, const std::vector<uint8_t>& bytes);
