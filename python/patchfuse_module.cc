@@ -217,8 +217,11 @@ pf_image planes_view(const std::string& format_name, const std::vector<py::array
     v.row_stride[p] = static_cast<size_t>(std::max<int64_t>(img.row_stride_bytes[p], 0));
   }
   // The runtime checks sizes and strides (one-line messages); then each array must hold its plane.
-  const patchfuse::Status ok = patchfuse::check_image(v, "planes");
-  if (!ok.ok()) raise(ok.error());
+  for (const patchfuse::Status& ok :
+       {patchfuse::check_image_signs(width, height, chroma_pixel_stride, img.row_stride_bytes, "planes"),
+        patchfuse::check_image(v, "planes")}) {
+    if (!ok.ok()) raise(ok.error());
+  }
   for (size_t p = 0; p < planes.size(); ++p) {
     const py::array& a = planes[p];
     const uint64_t need = patchfuse::plane_extent(v, static_cast<int>(p));

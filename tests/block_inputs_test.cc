@@ -5,6 +5,7 @@
 // dtypes and shapes, integers equal, floats within 1e-5. Then the schedule, the converter's
 // checks of the config fields, the errors, and the 2026 towers end to end.
 #include <gtest/gtest.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 
 #include <cmath>
@@ -252,6 +253,35 @@ TEST(BlockInputsErrors, NamesGridsBuffersAndOlderModels) {
 
 // The converter's one-line errors for the fields the blocks read, and a default head count that
 // does not fit the checkpoint's width: converted, with a note, and the block inputs say why not.
+// A size query answers without making the order (2^30 merge groups here, 16 GB of indexes), and
+// a block input's name and buffer are refused before the grid's tables are made (2 GB of rotary
+// tables here): the resident set hardly grows.
+TEST(BlockInputsErrors, SizeQueriesAndRefusalsOfLargeGridsAllocateNothing) {
+  testing::TempDir tmp;
+  const Model model = testing::convert_fixture_dir(fixture("qwen2_5_vl"), tmp / "m.pfb");
+  auto s = Session::create(model, 0, default_options());
+  ASSERT_TRUE(s);
+  rusage before{}, after{};
+  getrusage(RUSAGE_SELF, &before);
+  const pf_grid largest{1 << 20, 64, 64};  // 2^32 patches: the window order's bound
+  size_t groups = 0, bounds = 0;
+  ASSERT_EQ(pf_session_window_index(s->get(), &largest, nullptr, nullptr, 0, nullptr, 0, &groups, &bounds), PF_OK)
+      << pf_last_error();
+  EXPECT_EQ(groups, size_t{1} << 30);
+  EXPECT_EQ(bounds, (size_t{1} << 26) + 1);  // 8 x 8 windows of 4 x 4 groups (32 px) a frame, and the leading 0
+  std::vector<int64_t> cu(16);
+  EXPECT_EQ(pf_session_window_index(s->get(), &largest, nullptr, nullptr, 0, cu.data(), cu.size(), &groups, &bounds),
+            PF_INVALID_ARGUMENT);
+  const pf_grid large{1, 4096, 4096};
+  uint8_t byte = 0;
+  EXPECT_EQ(pf_session_block_input(s->get(), "rotary_cos", &large, &byte, 1), PF_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(pf_last_error()).find("takes 1073741824 bytes; the buffer has 1"), std::string::npos)
+      << pf_last_error();
+  EXPECT_EQ(pf_session_block_input(s->get(), "no_such_input", &large, &byte, 1), PF_INVALID_ARGUMENT);
+  getrusage(RUSAGE_SELF, &after);
+  if (!testing::kSanitized) EXPECT_LT(after.ru_maxrss - before.ru_maxrss, 64 * 1024) << "KiB of peak resident set";
+}
+
 TEST(BlockInputsConfig, FieldsAreChecked) {
   testing::TempDir tmp;
   const auto with_vision = [&](const std::string& name, const nlohmann::json& patch) {

@@ -149,7 +149,14 @@ TEST(Prepare, BadArgumentsAreRefusedWithTheReason) {
   bad = images(0, 90, 140, PF_PIXEL_RGB);
   refused(&bad, "t = 0");
   bad = images(1, 90, 40000, PF_PIXEL_RGB);
-  refused(&bad, "1..32768 per side");
+  refused(&bad, "between 1 and 32768 per side");
+  // Each side in range but 2^30 pixels: the image rule (check_image_size) is the runs' own, and
+  // the size query answers the same.
+  bad = images(1, 32768, 32768, PF_PIXEL_RGB);
+  refused(&bad, "at most 268435456 pixels");
+  pf_grid g{};
+  EXPECT_EQ(pf_session_images_grid(s->get(), 1, 32768, 32768, &g), PF_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(pf_last_error()).find("at most 268435456 pixels"), std::string::npos) << pf_last_error();
   pf_input_shape frames{};
   frames.kind = PF_INPUT_FRAMES;
   frames.t = 1;

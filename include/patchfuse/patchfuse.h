@@ -320,7 +320,8 @@ PF_API pf_status pf_session_output_rows(const pf_session* session, const pf_grid
  *  it: window_index[k] is the merge group (merge_size^2 rows) at group position k of the encoder
  *  input, reverse_index its inverse (argsort: apply it to the merger's output), and
  *  cu_window_seqlens the window boundaries in rows, starting at 0. Any session of the model answers
- *  (the order does not depend on the output stage). Null arrays with capacities 0 ask the sizes.
+ *  (the order does not depend on the output stage). Null arrays with capacities 0 ask the sizes
+ *  (computed without making the order, so cheap for any grid).
  *  @param window_index, reverse_index  index_capacity entries each, or null.
  *  @param cu_window_seqlens            cu_capacity entries, or null.
  *  @param index_count_out, cu_count_out  receive the sizes (t*h*w/merge^2 and windows + 1).

@@ -110,6 +110,11 @@ def test_camera_planes_match_the_cli(sample, tmp_path):
         s.run_planes("nv12", [y_plane, uv_plane[:10]], w, h)
     with pytest.raises(ValueError, match="has 2 plane"):
         s.run_planes("nv12", [y_plane], w, h)
+    # Signed numbers are shown as given, not as the 0 they would clamp to.
+    with pytest.raises(patchfuse.Error, match="row stride -96 of plane 0 is negative"):
+        s.run_planes("nv12", [y_plane[::-1], uv_plane], w, h)
+    with pytest.raises(patchfuse.Error, match="image size -96x64"):
+        s.run_planes("nv12", [y_plane, uv_plane], -w, h)
 
 
 def test_no_silent_copies_and_out(sample):

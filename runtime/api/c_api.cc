@@ -79,9 +79,7 @@ pf_backend from_backend(BackendId b) {
 // The checks a C caller's image needs before it is a view (check_image does the rest).
 Result<ImageView> to_view(const char* fn, const pf_image* image) {
   PF_CHECK(image != nullptr, Code::kInvalidArgument, fn, ": image must not be null");
-  PF_CHECK(image->width > 0 && image->height > 0 && image->chroma_pixel_stride >= 0, Code::kInvalidArgument, fn,
-           ": image size ", image->width, "x", image->height, " and chroma_pixel_stride ", image->chroma_pixel_stride,
-           " must be positive (stride: 0 for 1)");
+  PF_RETURN_IF_ERROR(check_image_signs(image->width, image->height, image->chroma_pixel_stride, image->row_stride_bytes, fn));
   PF_CHECK(static_cast<uint32_t>(image->format) <= PF_PIXEL_YUYV && static_cast<uint32_t>(image->matrix) <= PF_COLOR_BT709_LIMITED,
            Code::kInvalidArgument, fn, ": pixel format ", static_cast<int>(image->format), " or colour matrix ",
            static_cast<int>(image->matrix), " is not one of pf_pixel_format / pf_color_matrix");
@@ -92,8 +90,6 @@ Result<ImageView> to_view(const char* fn, const pf_image* image) {
   v.height = static_cast<size_t>(std::min<int64_t>(image->height, INT32_MAX));
   v.chroma_pixel_stride = image->chroma_pixel_stride == 0 ? 1 : static_cast<size_t>(image->chroma_pixel_stride);
   for (int p = 0; p < 3; ++p) {
-    PF_CHECK(image->row_stride_bytes[p] >= 0, Code::kInvalidArgument, fn, ": row stride ", image->row_stride_bytes[p],
-             " of plane ", p, " is negative");
     v.planes[p] = image->planes[p];
     v.row_stride[p] = static_cast<size_t>(image->row_stride_bytes[p]);
   }

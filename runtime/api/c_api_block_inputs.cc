@@ -14,17 +14,26 @@ pf_status pf_session_window_index(const pf_session* session, const pf_grid* grid
     return fail(PF_INVALID_ARGUMENT, "pf_session_window_index: session, grid and the count pointers must not be null");
   }
   return guarded("pf_session_window_index", [&] {
-    Result<WindowOrder> o = session->session->window_order(FrameGrid{grid->t, grid->h, grid->w});
-    if (!o.ok()) return fail(o.error());
-    *index_count_out = o->window_index.size();
-    *cu_count_out = o->cu_window_seqlens.size();
-    const bool index_fits = index_capacity >= o->window_index.size() || (window_index == nullptr && reverse_index == nullptr);
-    const bool cu_fits = cu_capacity >= o->cu_window_seqlens.size() || cu_window_seqlens == nullptr;
+    // The sizes first: a size query, or a capacity too small, makes no order (up to 2^30 groups).
+    const FrameGrid g{grid->t, grid->h, grid->w};
+    Result<WindowCounts> c = session->session->window_counts(g);
+    if (!c.ok()) return fail(c.error());
+    const auto groups = static_cast<uint64_t>(c->groups), bounds = static_cast<uint64_t>(c->bounds);
+    if (bounds > SIZE_MAX || groups > SIZE_MAX) {  // up to 2^32 + 1: a 32-bit size_t cannot count them
+      return fail(PF_INVALID_ARGUMENT, cat("pf_session_window_index: the grid's ", groups, " merge groups are more than ",
+                                           "this address space counts"));
+    }
+    *index_count_out = static_cast<size_t>(groups);
+    *cu_count_out = static_cast<size_t>(bounds);
+    const bool index_fits = index_capacity >= groups || (window_index == nullptr && reverse_index == nullptr);
+    const bool cu_fits = cu_capacity >= bounds || cu_window_seqlens == nullptr;
     if (!index_fits || !cu_fits) {
-      return fail(PF_INVALID_ARGUMENT, cat("pf_session_window_index: the grid has ", o->window_index.size(),
-                                           " merge groups and ", o->cu_window_seqlens.size(),
+      return fail(PF_INVALID_ARGUMENT, cat("pf_session_window_index: the grid has ", groups, " merge groups and ", bounds,
                                            " window boundaries; capacities are ", index_capacity, " and ", cu_capacity));
     }
+    if (window_index == nullptr && reverse_index == nullptr && cu_window_seqlens == nullptr) return PF_OK;
+    Result<WindowOrder> o = session->session->window_order(g);
+    if (!o.ok()) return fail(o.error());
     if (window_index != nullptr) std::copy(o->window_index.begin(), o->window_index.end(), window_index);
     if (reverse_index != nullptr) std::copy(o->reverse_index.begin(), o->reverse_index.end(), reverse_index);
     if (cu_window_seqlens != nullptr) std::copy(o->cu_window_seqlens.begin(), o->cu_window_seqlens.end(), cu_window_seqlens);

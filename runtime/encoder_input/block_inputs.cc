@@ -199,10 +199,10 @@ Result<std::vector<BlockInputDesc>> block_inputs(const BlockSpec& b, const Encod
   }
   if (b.segments) d.push_back({"cu_seqlens", ElementType::kI32, {g.t + 1}});
   if (e.window_size > 0 && b.segments) {
-    PF_ASSIGN_OR_RETURN(const WindowOrder o, window_order(e, g.t, g.h, g.w));
-    d.push_back({"cu_window_seqlens", ElementType::kI32, {static_cast<int64_t>(o.cu_window_seqlens.size())}});
-    d.push_back({"window_index", ElementType::kI64, {static_cast<int64_t>(o.window_index.size())}});
-    d.push_back({"reverse_indices", ElementType::kI64, {static_cast<int64_t>(o.reverse_index.size())}});
+    PF_ASSIGN_OR_RETURN(const WindowCounts c, window_counts(e, g.t, g.h, g.w));
+    d.push_back({"cu_window_seqlens", ElementType::kI32, {c.bounds}});
+    d.push_back({"window_index", ElementType::kI64, {c.groups}});
+    d.push_back({"reverse_indices", ElementType::kI64, {c.groups}});
     d.push_back({"fullatt_block_indexes", ElementType::kI64, {static_cast<int64_t>(b.fullatt_block_indexes.size())}});
   }
   if (!b.deepstack_visual_indexes.empty()) {
@@ -271,8 +271,8 @@ Result<BlockTables> make_block_tables(const BlockSpec& b, const EncoderInputSpec
   return t;
 }
 
-Status fill_block_input(const BlockSpec& b, const EncoderInputSpec& e, const BlockTables& tables, const std::string& name,
-                        const FrameGrid& g, DType dtype, void* out, size_t capacity) {
+Result<BlockInputDesc> find_block_input(const BlockSpec& b, const EncoderInputSpec& e, const std::string& name,
+                                        const FrameGrid& g, const void* out, size_t capacity) {
   PF_ASSIGN_OR_RETURN(const std::vector<BlockInputDesc> descs, block_inputs(b, e, g));
   const auto desc = std::find_if(descs.begin(), descs.end(), [&](const BlockInputDesc& d) { return name == d.name; });
   if (desc == descs.end()) {
@@ -283,6 +283,12 @@ Status fill_block_input(const BlockSpec& b, const EncoderInputSpec& e, const Blo
   }
   PF_CHECK(out != nullptr && capacity >= desc->bytes(), Code::kInvalidArgument, "block input ", name, " for grid ", g.t,
            "x", g.h, "x", g.w, " takes ", desc->bytes(), " bytes; the buffer has ", capacity);
+  return *desc;
+}
+
+Status fill_block_input(const BlockSpec& b, const EncoderInputSpec& e, const BlockTables& tables, const std::string& name,
+                        const FrameGrid& g, DType dtype, void* out, size_t capacity) {
+  PF_ASSIGN_OR_RETURN(const BlockInputDesc desc, find_block_input(b, e, name, g, out, capacity));
   PF_CHECK(tables.h == g.h && tables.w == g.w, Code::kInternal, "block input ", name, ": tables of grid ", tables.h, "x",
            tables.w, " for grid ", g.h, "x", g.w);
   const int64_t frame = g.h * g.w;
@@ -299,7 +305,7 @@ Status fill_block_input(const BlockSpec& b, const EncoderInputSpec& e, const Blo
                                     : name == "window_index"    ? o.window_index
                                                                 : o.reverse_index;
     for (size_t i = 0; i < v.size(); ++i) {
-      if (desc->type == ElementType::kI32) {
+      if (desc.type == ElementType::kI32) {
         put(out, i, static_cast<int32_t>(v[i]));
       } else {
         put(out, i, v[i]);

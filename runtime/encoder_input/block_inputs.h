@@ -89,6 +89,10 @@ struct BlockTables {
 Result<BlockTables> make_block_tables(const BlockSpec& blocks, const EncoderInputSpec& encoder, int64_t h, int64_t w,
                                       DType dtype);
 
+// Block input `name`'s description for `grid`, where the blocks take it and `out` (`capacity`
+// bytes) holds it; else the one-line refusal. Cheap: callers check it before making the tables.
+Result<BlockInputDesc> find_block_input(const BlockSpec& blocks, const EncoderInputSpec& encoder, const std::string& name,
+                                        const FrameGrid& grid, const void* out, size_t capacity);
 // Writes block input `name` for `grid` into `out` (`capacity` bytes, at least its bytes()), from
 // the frame's tables. `dtype` as for make_block_tables (the bucketized ids round their
 // coordinates to the pixel dtype).

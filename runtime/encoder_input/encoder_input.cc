@@ -303,13 +303,23 @@ void finish_rows(const EncoderInputSpec& spec, const GridTerms& terms, int64_t f
   }
 }
 
-Result<WindowOrder> window_order(const EncoderInputSpec& spec, int64_t t, int64_t h, int64_t w) {
+Result<WindowCounts> window_counts(const EncoderInputSpec& spec, int64_t t, int64_t h, int64_t w) {
   PF_CHECK(spec.window_size > 0, Code::kUnsupported, "window order: this model has no window attention (only Qwen2.5-VL's does)");
   PF_CHECK(t >= 1 && t <= (int64_t{1} << 20), Code::kInvalidArgument, "window order: grid t ", t, " must be 1 to 2^20");
   PF_RETURN_IF_ERROR(check_grid(spec, h, w));
   // Checked before two index arrays of about that size are made (the block inputs bound rows x head_dim the same way).
   PF_CHECK(static_cast<uint64_t>(t * h * w) <= (uint64_t{1} << 32), Code::kInvalidArgument, "window order: grid ", t, "x",
            h, "x", w, " is more than 2^32 patches");
+  const int64_t m = spec.merge_size, lh = h / m, lw = w / m;
+  const int64_t vws = spec.window_size / m / spec.patch_size;
+  // window_slots' windows: vws x vws merge groups from the top left, the last row and column cut
+  // short, none empty.
+  const int64_t windows = (lh + vws - 1) / vws * ((lw + vws - 1) / vws);
+  return WindowCounts{t * lh * lw, t * windows + 1};
+}
+
+Result<WindowOrder> window_order(const EncoderInputSpec& spec, int64_t t, int64_t h, int64_t w) {
+  PF_ASSIGN_OR_RETURN(const WindowCounts counts, window_counts(spec, t, h, w));
   const int64_t m = spec.merge_size, lh = h / m, lw = w / m, unit = m * m;
   const int64_t vws = spec.window_size / m / spec.patch_size;
   WindowOrder o;
@@ -327,6 +337,10 @@ Result<WindowOrder> window_order(const EncoderInputSpec& spec, int64_t t, int64_
     }
     for (int64_t s : sizes) o.cu_window_seqlens.push_back(o.cu_window_seqlens.back() + s * unit);
   }
+  PF_CHECK(static_cast<int64_t>(o.window_index.size()) == counts.groups &&
+               static_cast<int64_t>(o.cu_window_seqlens.size()) == counts.bounds,
+           Code::kInternal, "window order: grid ", t, "x", h, "x", w, " made ", o.window_index.size(), " groups and ",
+           o.cu_window_seqlens.size(), " bounds; window_counts said ", counts.groups, " and ", counts.bounds);
   return o;
 }
 

@@ -102,5 +102,11 @@ struct WindowOrder {
   std::vector<int64_t> window_index, reverse_index, cu_window_seqlens;
 };
 Result<WindowOrder> window_order(const EncoderInputSpec& spec, int64_t t, int64_t h, int64_t w);
+// Its sizes without making it (a size query of a large grid allocates nothing): the entries of
+// window_index and of cu_window_seqlens. The grid's checks are here; window_order makes them too.
+struct WindowCounts {
+  int64_t groups = 0, bounds = 0;
+};
+Result<WindowCounts> window_counts(const EncoderInputSpec& spec, int64_t t, int64_t h, int64_t w);
 
 }  // namespace patchfuse

@@ -88,11 +88,11 @@ ImageView packed_image(PixelFormat format, const uint8_t* data, size_t width, si
   v.width = width;
   v.height = height;
   const size_t cw = (width + 1) / 2, ch = (height + 1) / 2;
-  const uint8_t* p = data;
+  size_t offset = 0;  // counted apart from the pointer: null data plus an offset would be undefined
   const auto plane = [&](int i, size_t stride, size_t rows) {
-    v.planes[i] = p;
+    v.planes[i] = data == nullptr ? nullptr : data + offset;
     v.row_stride[i] = stride;
-    p += stride * rows;
+    offset += stride * rows;
   };
   switch (format) {
     case PixelFormat::kRgb:
@@ -131,16 +131,32 @@ size_t packed_image_bytes(PixelFormat format, size_t width, size_t height) {
   return 0;
 }
 
+Status check_image_size(size_t width, size_t height, const char* where) {
+  PF_CHECK(width >= 1 && height >= 1 && width <= kMaxImageSide && height <= kMaxImageSide &&
+               uint64_t{width} * height <= kMaxImagePixels,
+           Code::kInvalidArgument, where, ": image size ", width, "x", height,
+           " (width x height) must be between 1 and ", kMaxImageSide, " per side and at most ", kMaxImagePixels,
+           " pixels");
+  return {};
+}
+
+Status check_image_signs(int64_t width, int64_t height, int64_t chroma_pixel_stride, const int64_t (&row_strides)[3],
+                         const char* where) {
+  PF_CHECK(width > 0 && height > 0 && chroma_pixel_stride >= 0, Code::kInvalidArgument, where, ": image size ", width, "x",
+           height, " and chroma_pixel_stride ", chroma_pixel_stride, " must be positive (stride: 0 for 1)");
+  for (int p = 0; p < 3; ++p) {
+    PF_CHECK(row_strides[p] >= 0, Code::kInvalidArgument, where, ": row stride ", row_strides[p], " of plane ", p,
+             " is negative");
+  }
+  return {};
+}
+
 Status check_image(const ImageView& v, const char* where) {
   PF_CHECK(v.format <= PixelFormat::kYuyv, Code::kInvalidArgument, where, ": pixel format ",
            static_cast<int>(v.format), " is not one of rgb, bgr, rgba, bgra, gray8, nv12, nv21, i420, yuyv");
   PF_CHECK(v.matrix <= ColorMatrix::kBt709Limited, Code::kInvalidArgument, where, ": colour matrix ",
            static_cast<int>(v.matrix), " is not one of bt601_full, bt601_limited, bt709_limited");
-  PF_CHECK(v.width >= 1 && v.height >= 1 && v.width <= kMaxImageSide && v.height <= kMaxImageSide &&
-               uint64_t{v.width} * v.height <= kMaxImagePixels,
-           Code::kInvalidArgument, where, ": image size ", v.width, "x", v.height,
-           " (width x height) must be between 1 and ", kMaxImageSide, " per side and at most ", kMaxImagePixels,
-           " pixels");
+  PF_RETURN_IF_ERROR(check_image_size(v.width, v.height, where));
   PF_CHECK(v.format != PixelFormat::kI420 || v.chroma_pixel_stride == 1 || v.chroma_pixel_stride == 2,
            Code::kInvalidArgument, where, ": i420 chroma pixel stride ", v.chroma_pixel_stride, " must be 1 or 2");
   const Layout l = layout(v);

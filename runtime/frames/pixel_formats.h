@@ -33,10 +33,16 @@ struct ImageView {
   size_t chroma_pixel_stride = 1; // I420 only: bytes between chroma samples of a row (1 or 2)
 };
 
-// Sizes between 1 and 2^15 per side and at most kMaxImagePixels, a plane for each the format has,
-// strides that hold a row of each. `where` prefixes the message.
+// An image's size: between 1 and 2^15 per side and at most kMaxImagePixels. Every image path
+// (the size queries, prepare and the runs) checks it here. `where` prefixes the message.
 constexpr size_t kMaxImageSide = 1u << 15;
 constexpr uint64_t kMaxImagePixels = uint64_t{1} << 28;
+Status check_image_size(size_t width, size_t height, const char* where);
+// A caller's signed numbers before they make a view (the C API's pf_image, the Python module's
+// arguments): width, height at least 1, chroma pixel stride and row strides not negative.
+Status check_image_signs(int64_t width, int64_t height, int64_t chroma_pixel_stride, const int64_t (&row_strides)[3],
+                         const char* where);
+// check_image_size, a plane for each the format has, strides that hold a row of each.
 Status check_image(const ImageView& image, const char* where);
 // The planes `image`'s format has, and the bytes plane p spans from its first byte (row stride ×
 // (rows - 1) + one row's bytes): what a caller's buffer for that plane must hold (the Python
@@ -46,7 +52,8 @@ uint64_t plane_extent(const ImageView& image, int plane);
 
 // A tightly packed frame of `format` at `data`: rows of width * bytes per pixel, planes one after
 // the other (4:2:0 chroma at ceil(width/2) x ceil(height/2)), as camera dumps and decoders write
-// them; packed_image_bytes is its size. Sides of 1 to kMaxImageSide.
+// them; packed_image_bytes is its size. Sides of 1 to kMaxImageSide. Null data gives the layout
+// alone, with null planes (prepare sizes its buffers from it).
 ImageView packed_image(PixelFormat format, const uint8_t* data, size_t width, size_t height);
 size_t packed_image_bytes(PixelFormat format, size_t width, size_t height);
 

@@ -139,9 +139,14 @@ Result<int64_t> Session::output_rows(const FrameGrid& g) const {
 }
 
 Result<WindowOrder> Session::window_order(const FrameGrid& g) const {
+  PF_RETURN_IF_ERROR(window_counts(g));  // the model stores the steps
+  return patchfuse::window_order(*module_.encoder_input, g.t, g.h, g.w);
+}
+
+Result<WindowCounts> Session::window_counts(const FrameGrid& g) const {
   PF_CHECK(module_.encoder_input.has_value(), Code::kUnsupported, "window order: module ", module_.path,
            " stores no encoder input steps (converted by a patchfuse before 0.3)");
-  return patchfuse::window_order(*module_.encoder_input, g.t, g.h, g.w);
+  return patchfuse::window_counts(*module_.encoder_input, g.t, g.h, g.w);
 }
 
 Result<std::vector<BlockInputDesc>> Session::block_inputs(const FrameGrid& g) const {
@@ -151,7 +156,9 @@ Result<std::vector<BlockInputDesc>> Session::block_inputs(const FrameGrid& g) co
 }
 
 Status Session::block_input(const std::string& name, const FrameGrid& g, void* out, size_t capacity) {
-  PF_RETURN_IF_ERROR(block_inputs(g));
+  PF_RETURN_IF_ERROR(block_inputs(g));  // the model stores the schedule
+  // The name and the buffer before the grid's tables, which can be large.
+  PF_RETURN_IF_ERROR(find_block_input(*module_.blocks, *module_.encoder_input, name, g, out, capacity));
   const RunProfile kept = profile_;  // not a run: the last profile stays the last run's
   try {
     Result<const BlockTables*> tables = block_tables(g.h, g.w);
@@ -176,6 +183,7 @@ DType Session::model_dtype() const {
 Result<FrameGrid> Session::images_grid(size_t t, size_t height, size_t width) const {
   PF_CHECK(module_.preprocessing.has_value(), Code::kUnsupported, "module ", module_.path,
            " has no preprocessing (convert the checkpoint with its preprocessor_config.json), so it cannot take images");
+  PF_RETURN_IF_ERROR(check_image_size(width, height, "images"));
   PF_ASSIGN_OR_RETURN(const ResizeSpec spec,
                       frame_resize_spec(*module_.preprocessing, t == 1 ? 0 : static_cast<int64_t>(t), height, width));
   return frames_grid(t, spec.out_h, spec.out_w);
@@ -206,6 +214,7 @@ Status Session::run(const float* input, size_t n, float* output) {
            "run: precision int8 takes frames only (pf_session_run_frames): float pixel_values would need a lossy "
            "quantization of the inputs, while uint8 pixels are exact");
   PF_CHECK(n > 0, Code::kInvalidArgument, "run: N = 0; at least one patch is needed");
+  PF_RETURN_IF_ERROR(check_call_rows(n));  // before the overlap check, whose sizes it bounds
   PF_CHECK(!encoder_, Code::kInvalidArgument, "run: output stage encoder-input needs the rows' grid (image_grid_thw) ",
            "for its position terms and row order: use pf_session_run_grid");
   const auto in_count = checked_mul(n, static_cast<uint64_t>(module_.patch_volume));

@@ -64,8 +64,9 @@ class Session {
   // Output rows for a grid: t * h * w, plus a class row per image for encoder-input sessions of
   // models with one. Checks the grid against the model (merge blocks) for encoder-input sessions.
   Result<int64_t> output_rows(const FrameGrid& grid) const;
-  // Qwen2.5-VL's window_index, its reverse and cu_window_seqlens for `grid`.
+  // Qwen2.5-VL's window_index, its reverse and cu_window_seqlens for `grid`; their sizes alone.
   Result<WindowOrder> window_order(const FrameGrid& grid) const;
+  Result<WindowCounts> window_counts(const FrameGrid& grid) const;
   // What the blocks take for `grid` besides the hidden states (encoder_input/block_inputs.h), in
   // the encoder input's row order; any output stage answers. The float tables are made once per
   // grid (prepare makes them for encoder-input sessions) and kept for a few recent grids.

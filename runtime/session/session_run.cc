@@ -206,8 +206,6 @@ Status Session::prepare_frames(size_t t, size_t height, size_t width) {
 
 Status Session::prepare_images(PixelFormat format, size_t t, size_t height, size_t width) {
   PF_CHECK(t >= 1, Code::kInvalidArgument, "prepare: t = 0; at least one image is needed");
-  PF_CHECK(height >= 1 && width >= 1 && height <= kMaxImageSide && width <= kMaxImageSide, Code::kInvalidArgument,
-           "prepare: image size ", height, "x", width, " must be 1..", kMaxImageSide, " per side");
   PF_ASSIGN_OR_RETURN(const FrameGrid g, images_grid(t, height, width));
   PF_RETURN_IF_ERROR(prepare_grid(g));
   const RunProfile kept = profile_;
