@@ -4,7 +4,7 @@
 #   scripts/test.sh            everything below, in this order (CI)
 #   scripts/test.sh native     native build; the suite as the CPU is, then with oneDNN capped to AVX2
 #   scripts/test.sh sanitize   the suite under ASan+UBSan; the concurrency tests under TSan
-#   scripts/test.sh fuzz [S]   every libFuzzer target for S seconds, one a core (default 20: eight targets in
+#   scripts/test.sh fuzz [S]   every libFuzzer target for S seconds, one a core (default 20: nine targets in
 #                              CI's time budget; the corpus starts from the seeds and committed regressions)
 #   scripts/test.sh arm        aarch64 and armhf cross builds, the suite under qemu (needs native)
 #   scripts/test.sh packages   .debs, lintian, and examples/embed against installs and packages

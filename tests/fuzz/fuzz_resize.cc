@@ -9,6 +9,7 @@
 #include "runtime/frames/pixel_formats.h"
 #include "runtime/frames/preprocessing.h"
 #include "runtime/frames/resize.h"
+#include "tests/fuzz/plane_layout.h"
 
 using namespace patchfuse;
 
@@ -23,23 +24,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   v.chroma_pixel_stride = 1 + (b[4] & 1);
   const size_t pad = b[4] >> 4;  // extra bytes per row
   // Planes of exactly their rows (the last without padding), in separate buffers.
-  const size_t cw = (v.width + 1) / 2, ch = (v.height + 1) / 2;
-  size_t row[3] = {0, 0, 0}, rows[3] = {v.height, ch, ch};
-  switch (v.format) {
-    case PixelFormat::kRgb: case PixelFormat::kBgr: row[0] = v.width * 3; break;
-    case PixelFormat::kRgba: case PixelFormat::kBgra: row[0] = v.width * 4; break;
-    case PixelFormat::kGray8: row[0] = v.width; break;
-    case PixelFormat::kNv12: case PixelFormat::kNv21: row[0] = v.width, row[1] = cw * 2; break;
-    case PixelFormat::kI420: row[0] = v.width, row[1] = row[2] = (cw - 1) * v.chroma_pixel_stride + 1; break;
-    case PixelFormat::kYuyv: row[0] = cw * 4; break;
-  }
+  const fuzz::PlaneLayout l = fuzz::plane_layout(static_cast<int>(v.format), v.width, v.height, v.chroma_pixel_stride);
   std::vector<std::vector<uint8_t>> planes(3);
   const uint8_t* pixels = data + 16;
   const size_t n = size - 16;
-  for (int p = 0; p < 3; ++p) {
-    if (row[p] == 0) continue;
-    v.row_stride[p] = row[p] + pad;
-    planes[p].resize(v.row_stride[p] * (rows[p] - 1) + row[p]);
+  for (int p = 0; p < l.planes; ++p) {
+    v.row_stride[p] = l.row_bytes[p] + pad;
+    planes[p].resize(v.row_stride[p] * (l.rows[p] - 1) + l.row_bytes[p]);
     for (size_t i = 0; i < planes[p].size(); ++i) planes[p][i] = n ? pixels[(i * 7 + p) % n] : static_cast<uint8_t>(i);
     v.planes[p] = planes[p].data();
   }
