@@ -184,9 +184,12 @@ TEST(CApi, BadArguments) {
   EXPECT_EQ(pf_session_run(nullptr, x.data(), 2, y.data()), PF_INVALID_ARGUMENT);
   EXPECT_EQ(pf_session_run(s, x.data(), size_t{1} << 31, y.data()), PF_INVALID_ARGUMENT);
   EXPECT_NE(std::string(pf_last_error()).find("at most 2^31 - 1"), std::string::npos) << pf_last_error();
-  // 2^31 - 1 rows pass that rule; their floats overflow a 32-bit address space (armhf), and on
-  // 64 bits the two buffers' claimed extents overlap.
-  EXPECT_EQ(pf_session_run(s, x.data(), INT32_MAX, y.data()), PF_INVALID_ARGUMENT);
+  // 2^31 - 1 rows pass that rule; in a 32-bit address space (armhf) their floats overflow it. (On
+  // 64 bits they are a legal size whose buffers would not fit: out of memory, or an abort under ASan.)
+  if (sizeof(size_t) == 4) {
+    EXPECT_EQ(pf_session_run(s, x.data(), INT32_MAX, y.data()), PF_INVALID_ARGUMENT);
+    EXPECT_NE(std::string(pf_last_error()).find("overflow the address space"), std::string::npos) << pf_last_error();
+  }
   EXPECT_EQ(pf_session_run(s, x.data(), 2, x.data() + 5), PF_INVALID_ARGUMENT);  // overlapping
   EXPECT_EQ(pf_session_run(s, x.data(), 2, y.data()), PF_OK);
   pf_session_release(s);
