@@ -1,8 +1,11 @@
 // How a run cuts a frame into chunks (runtime/session/chunking.h): the fewest chunks that average
-// no more than the target per thread, sizes differing by at most one unit, every unit once.
+// no more than the target per thread, sizes differing by at most one unit, every unit once; and
+// the kernel calls over those chunks (frame_calls), every row once, in place, in order.
 #include "runtime/session/chunking.h"
 
 #include <gtest/gtest.h>
+
+#include <vector>
 
 namespace patchfuse {
 namespace {
@@ -43,6 +46,62 @@ TEST(Chunking, EvenChunksOfAtMostTheTargetPerThread) {
     EXPECT_LE(largest - smallest, 1);
     EXPECT_EQ(k.largest(), largest);
   }
+}
+
+// Calls of a multiple of `multiple` rows over chunks of whole units: each row, gathered as its own
+// index, reaches the kernel once, in order, at its place; every call but a frame's last is a
+// multiple; fewer than a multiple of rows wait for the next chunk; the gather writes only within
+// frame_call_rows; a prepare pass (no buffer) makes the same calls.
+TEST(FrameCalls, EveryRowOnceInOrderInCallsOfTheMultiple) {
+  constexpr size_t kValues = 3;  // values a row: the row's index, then two more
+  int cases = 0;
+  for (const size_t multiple : {size_t{1}, size_t{8}, size_t{64}}) {
+    for (const int64_t units : {1, 2, 5, 26}) {
+      for (const size_t rows_per_unit : {size_t{3}, size_t{184}, size_t{64}}) {
+        for (const int64_t count : {int64_t{1}, int64_t{2}, int64_t{3}, units}) {
+          const Chunking c{units, std::clamp<int64_t>(count, 1, units)};
+          SCOPED_TRACE(testing::Message() << "multiple " << multiple << ", " << units << " units of " << rows_per_unit
+                                          << " rows in " << c.count << " chunks");
+          std::vector<int64_t> buffer(frame_call_rows(c, rows_per_unit, multiple) * kValues, -1);
+          const auto gather = [&](int64_t begin, int64_t end, int64_t* rows) {
+            ASSERT_GE(rows, buffer.data());
+            EXPECT_LT(static_cast<size_t>(rows - buffer.data()) / kValues, multiple) << "rows held back past a multiple";
+            ASSERT_LE(rows + static_cast<size_t>(end - begin) * rows_per_unit * kValues, buffer.data() + buffer.size());
+            for (size_t r = 0; r < static_cast<size_t>(end - begin) * rows_per_unit; ++r) {
+              for (size_t v = 0; v < kValues; ++v) {
+                rows[r * kValues + v] = static_cast<int64_t>((static_cast<size_t>(begin) * rows_per_unit + r) * kValues + v);
+              }
+            }
+          };
+          std::vector<std::pair<size_t, size_t>> calls;
+          const auto call = [&](size_t first, size_t n, const int64_t* rows) -> Status {
+            for (size_t i = 0; rows != nullptr && i < n * kValues; ++i) {
+              EXPECT_EQ(rows[i], static_cast<int64_t>(first * kValues + i)) << "call at row " << first;
+            }
+            calls.emplace_back(first, n);
+            return {};
+          };
+          ASSERT_TRUE(frame_calls(c, rows_per_unit, multiple, buffer.data(), kValues, gather, call).ok());
+          size_t next = 0;
+          for (size_t i = 0; i < calls.size(); ++i) {
+            EXPECT_EQ(calls[i].first, next);
+            EXPECT_GT(calls[i].second, 0u);
+            if (i + 1 < calls.size()) {
+              EXPECT_EQ(calls[i].second % multiple, 0u) << "call " << i;
+            }
+            next += calls[i].second;
+          }
+          EXPECT_EQ(next, static_cast<size_t>(units) * rows_per_unit);
+          const std::vector<std::pair<size_t, size_t>> run = calls;
+          calls.clear();
+          ASSERT_TRUE(frame_calls(c, rows_per_unit, multiple, static_cast<int64_t*>(nullptr), kValues, gather, call).ok());
+          EXPECT_EQ(calls, run) << "the prepare pass";
+          ++cases;
+        }
+      }
+    }
+  }
+  EXPECT_EQ(cases, 3 * 4 * 3 * 4);
 }
 
 }  // namespace

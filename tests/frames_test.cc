@@ -416,57 +416,6 @@ TEST(GatherRows, EveryLevelIsTheBaselineOnAnyShape) {
   }
 }
 
-// Frames kernels take the folded weights a block of output channels at a time (FoldedRows; oneDNN
-// reorders each block straight into its place in its packed layout). Widths of one short block,
-// exactly one, and several with a short last; fused and unfused; f32, bf16 and f16 where a backend
-// has them: the output on a still frame against the whole fold's product in double.
-TEST(FoldedRows, EveryBlockLandsInPlace) {
-  const size_t side = 56;
-  std::vector<uint8_t> frame(side * side * 3);
-  for (size_t i = 0; i < frame.size(); ++i) frame[i] = static_cast<uint8_t>((i * 2654435761u) >> 24);
-  const uint8_t* frames = frame.data();
-  int checked = 0;
-  for (int64_t out : {40, 64, 200}) {
-    testing::TestModule spec;
-    spec.embed_dim = out;
-    spec.bias = true;
-    spec.preprocessing = true;
-    const std::vector<uint8_t> bytes = testing::make_model(spec, 11);
-    const ModuleView m = read_model(bytes.data(), bytes.size(), "m.pfb").value().modules.at(0);
-    const Preprocessing& p = *m.preprocessing;
-    const FoldedWeights f = fold_normalization(conv_weights(m), p, true);
-    const FrameGrid g = frame_grid(p, 1, side, side).value();
-    const auto n = static_cast<size_t>(g.rows()), k = static_cast<size_t>(f.k);
-    std::vector<float> rows(n * k);  // what the kernel gets: (u8 - 128) / 256 in the processor's order
-    gather_rows(&frames, 1, side * 3, 0, g, p, 3, true, 0, gather_block_count(g, p), rows.data());
-    ModuleView folded = m;
-    folded.patch_volume = f.k;
-    folded.dtype = DType::kF32;
-    folded.weight.data = reinterpret_cast<const uint8_t*>(f.weight.data());
-    folded.bias->data = reinterpret_cast<const uint8_t*>(f.bias.data());
-    const testing::Oracle want = testing::oracle(folded, rows.data(), n);
-    auto model = Model::open_memory(bytes.data(), bytes.size());
-    ASSERT_TRUE(model) << model.error();
-    for (pf_backend b : {PF_BACKEND_REFERENCE, PF_BACKEND_ONEDNN, PF_BACKEND_XNNPACK}) {
-      for (pf_path path : {PF_PATH_FUSED, PF_PATH_UNFUSED}) {
-        for (pf_precision prec : {PF_PRECISION_F32, PF_PRECISION_BF16, PF_PRECISION_F16}) {
-          auto s = testing::make_session(*model, b, path, prec);
-          if (!s) continue;  // not built, or not on this CPU
-          SCOPED_TRACE(cat("embed_dim ", out, " ", s->info().detail));
-          std::vector<float> y(n * static_cast<size_t>(out));
-          ASSERT_EQ(s->run_frames(&frames, 1, side, side, side * 3, y.data()), "");
-          const double tol = testing::element_tolerance(s->info().precision, f.k);
-          for (size_t i = 0; i < y.size(); ++i) {
-            ASSERT_NEAR(y[i], want.y[i], tol * want.abs_sum[i]) << "row " << i / static_cast<size_t>(out) << " channel " << i % static_cast<size_t>(out);
-          }
-          ++checked;
-        }
-      }
-    }
-  }
-  EXPECT_GE(checked, 3 * 2);  // the reference backend, fused and unfused, at every width
-}
-
 // The quantized weights are rounded half to even, as torch.round and std::nearbyint do. With the
 // channel's largest weight at 127 / 256 the scale is exactly 1, so the others land on the ties.
 TEST(Int8Quantization, RoundsHalfToEven) {

@@ -10,10 +10,18 @@
 // at 2 threads a 1 MiB chunk lost 2-9% in f32 and bf16, each thread then running half of one, and a
 // short last chunk cost int8 3-6%. pixel_values rows come from the caller, so a chunk there only
 // keeps the epilogue's output in cache: per thread measured no clear gain there, so it stays at 1 MiB.
+//
+// Kernel calls need not follow chunks: a kernel may run at full speed only on a multiple of some
+// row count (Kernel::row_multiple: oneDNN's AMX bf16 matmul blocks M by its largest divisor in
+// 32..64, and a 720p frame's 184-row merge rows make 46, which ran at half speed), so
+// frame_calls carries the rows past that multiple to the next chunk instead.
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
+
+#include "runtime/core/result.h"
 
 namespace patchfuse {
 
@@ -32,6 +40,39 @@ inline Chunking chunking(int64_t units, size_t unit_bytes, int threads) {
   const double target = static_cast<double>(kChunkBytesPerThread) * std::max(threads, 1);
   const auto count = static_cast<int64_t>(std::ceil(static_cast<double>(units) * static_cast<double>(unit_bytes) / target));
   return {units, std::clamp<int64_t>(count, 1, std::max<int64_t>(units, 1))};
+}
+
+// One frame's rows through a kernel, a chunk of `c` at a time. `gather(begin, end, rows)` writes
+// the rows of units [begin, end), rows_per_unit each, at `rows`; `call(first, n, rows)` runs the
+// kernel on the n rows at `rows`, rows [first, first + n) of the frame. Calls take a multiple of
+// `multiple` rows: the rows past it wait at the buffer's start for the next chunk, and the frame's
+// last rows past it run in one call of fewer. `buffer` holds frame_call_rows() rows of
+// `row_values` values; without one (a prepare pass) nothing is gathered and `call` gets nullptr,
+// with the same sizes.
+inline size_t frame_call_rows(const Chunking& c, size_t rows_per_unit, size_t multiple) {
+  return static_cast<size_t>(c.largest()) * rows_per_unit + multiple - 1;
+}
+
+template <class T, class Gather, class Call>
+Status frame_calls(const Chunking& c, size_t rows_per_unit, size_t multiple, T* buffer, size_t row_values,
+                   const Gather& gather, const Call& call) {
+  size_t done = 0, held = 0;  // rows run, and rows gathered but not yet run (at the buffer's start)
+  for (int64_t j = 0; j < c.count; ++j) {
+    if (buffer != nullptr) gather(c.begin(j), c.begin(j + 1), buffer + held * row_values);
+    held += static_cast<size_t>(c.begin(j + 1) - c.begin(j)) * rows_per_unit;
+    size_t offset = 0;
+    for (const size_t n : {held / multiple * multiple, j + 1 == c.count ? held % multiple : 0}) {
+      if (n == 0) continue;
+      PF_RETURN_IF_ERROR(call(done, n, buffer == nullptr ? nullptr : buffer + offset * row_values));
+      offset += n;
+      done += n;
+    }
+    held -= offset;
+    if (buffer != nullptr && offset > 0 && held > 0) {
+      std::memmove(buffer, buffer + offset * row_values, held * row_values * sizeof(T));
+    }
+  }
+  return {};
 }
 
 }  // namespace patchfuse

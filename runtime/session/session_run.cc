@@ -56,19 +56,21 @@ Status Session::gather_and_run(FramesKernel& k, const FrameGrid& g, float* outpu
   // Rows in the kernel's own input type: a bf16 kernel gets bf16 rows, with no f32 pass between.
   const int64_t blocks = gather_block_count(g, *module_.preprocessing), blocks_per_t = blocks / g.t;
   const auto rows_per_block = static_cast<size_t>(g.rows() / blocks), row_values = static_cast<size_t>(k.k);
+  const size_t multiple = k.kernel->row_multiple();
   const auto chunks = [&](auto& buffer, const auto& run) -> Status {
     const Chunking c = frame_chunks(k, g);
-    grow(buffer, static_cast<size_t>(c.largest()) * rows_per_block * row_values);
+    grow(buffer, frame_call_rows(c, rows_per_block, multiple) * row_values);
     for (int64_t gt = 0; gt < g.t; ++gt) {
-      for (int64_t j = 0; j < c.count; ++j) {
-        const int64_t b = gt * blocks_per_t + c.begin(j), e = gt * blocks_per_t + c.begin(j + 1);
-        const size_t n = static_cast<size_t>(e - b) * rows_per_block;
+      const int64_t at = gt * blocks_per_t;  // frame gt's first block
+      const auto frame_gather = [&](int64_t b, int64_t e, auto* rows) { gather(at + b, at + e, rows); };
+      const auto call = [&](size_t first, size_t n, const auto* rows) -> Status {
         PF_RETURN_IF_ERROR(prepare_chunk(*k.kernel, g, n));
-        if (pass == Pass::kPrepare) continue;
-        gather(b, e, buffer.data());
-        const auto first = static_cast<int64_t>(static_cast<size_t>(b - gt * blocks_per_t) * rows_per_block);
-        PF_RETURN_IF_ERROR(run_and_finish(*k.kernel, g, gt, first, n, output, [&](float* out) { return run(buffer.data(), n, out); }));
-      }
+        if (rows == nullptr) return {};  // the prepare pass
+        return run_and_finish(*k.kernel, g, gt, static_cast<int64_t>(first), n, output,
+                              [&](float* out) { return run(rows, n, out); });
+      };
+      auto* rows = pass == Pass::kRun ? buffer.data() : nullptr;
+      PF_RETURN_IF_ERROR(frame_calls(c, rows_per_block, multiple, rows, row_values, frame_gather, call));
     }
     return {};
   };

@@ -132,6 +132,8 @@ class OneDnnKernel final : public Kernel {
     return {static_cast<const uint8_t*>(w.get_data_handle()), w.get_desc().get_size()};
   }
 
+  size_t row_multiple() const override { return row_multiple_; }
+
   std::string detail() const override { return detail_; }
   std::string isa() const override { return isa_name(dnnl::get_effective_cpu_isa()); }
   int threads() const override { return threads_; }
@@ -270,6 +272,11 @@ class OneDnnKernel final : public Kernel {
     detail_ = cat(version_string(), gemm_as_conv() ? " 1x1 convolution " : fused_ ? " matmul " : " convolution ",
                   pd.impl_info_str(), " (", bf16_ ? "bf16" : int8_ ? "int8: u8 pixels x s8 weights, per-channel scales" : "f32",
                   ")");
+    // oneDNN's AMX matmul (brgemm) cuts M into blocks of its largest divisor in 32..64, and tiles
+    // of up to 16 rows: 46-row blocks (a 720p frame's chunks) ran at half the speed of 64-row ones
+    // (docs/performance.md). Its int8 1x1 convolution and the AVX-512 and AVX2 kernels measured
+    // the same speed at every row count there.
+    if (fused_ && !gemm_as_conv() && std::strstr(pd.impl_info_str(), "amx") != nullptr) row_multiple_ = 64;
     if (r.packed != nullptr) {  // packed by an earlier process in this very layout (the weights cache)
       if (r.packed_size != pd.weights_desc().get_size()) {
         throw dnnl::error(dnnl_invalid_arguments, "cached packed weights are not the size of this layout");
@@ -384,6 +391,7 @@ class OneDnnKernel final : public Kernel {
   std::vector<float> scales_;  // int8: per output channel
   std::unordered_map<int64_t, Plan> plans_;
   std::string detail_;
+  size_t row_multiple_ = 1;
 };
 
 bool available(std::string* why) {

@@ -1,0 +1,133 @@
+// Frames sessions against the double-precision oracle (the gathered rows times the whole fold's
+// weights) on still frames: the folded weights packed a block of output channels at a time, and
+// a camera frame's rows cut into chunks and kernel calls.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "patchfuse/patchfuse.hpp"
+#include "runtime/frames/gather.h"
+#include "runtime/frames/weight_transforms.h"
+#include "runtime/model/model_file.h"
+#include "tests/support/model_builder.h"
+#include "tests/support/sessions.h"
+#include "tests/support/tolerance.h"
+
+namespace patchfuse {
+namespace {
+
+// A still frame of height x width through the model in `bytes`, as the double-precision oracle:
+// the gathered rows times the whole fold's weights.
+testing::Oracle still_frame_oracle(const std::vector<uint8_t>& bytes, const uint8_t* frame, size_t height, size_t width) {
+  const ModuleView m = read_model(bytes.data(), bytes.size(), "m.pfb").value().modules.at(0);
+  const Preprocessing& p = *m.preprocessing;
+  const FoldedWeights f = fold_normalization(conv_weights(m), p, true);
+  const FrameGrid g = frame_grid(p, 1, height, width).value();
+  const auto n = static_cast<size_t>(g.rows()), k = static_cast<size_t>(f.k);
+  std::vector<float> rows(n * k);  // what the kernel gets: (u8 - 128) / 256 in the processor's order
+  gather_rows(&frame, 1, width * 3, 0, g, p, 3, true, 0, gather_block_count(g, p), rows.data());
+  ModuleView folded = m;
+  folded.patch_volume = f.k;
+  folded.dtype = DType::kF32;
+  folded.weight.data = reinterpret_cast<const uint8_t*>(f.weight.data());
+  folded.bias->data = reinterpret_cast<const uint8_t*>(f.bias.data());
+  return testing::oracle(folded, rows.data(), n);
+}
+
+// Every element of y within its precision's bound of the oracle; false (with a failure naming the
+// row and channel) at the first that is not.
+bool near_oracle(const std::vector<float>& y, const testing::Oracle& want, pf_precision computed, int64_t k, int64_t out) {
+  const double tol = testing::element_tolerance(computed, k);
+  for (size_t i = 0; i < y.size(); ++i) {
+    if (std::abs(y[i] - want.y[i]) > tol * want.abs_sum[i]) {
+      ADD_FAILURE() << "row " << i / static_cast<size_t>(out) << " channel " << i % static_cast<size_t>(out) << ": " << y[i]
+                    << " against " << want.y[i] << ", bound " << tol * want.abs_sum[i];
+      return false;
+    }
+  }
+  return true;
+}
+
+std::vector<uint8_t> seeded_frame(size_t height, size_t width) {
+  std::vector<uint8_t> frame(height * width * 3);
+  for (size_t i = 0; i < frame.size(); ++i) frame[i] = static_cast<uint8_t>((i * 2654435761u) >> 24);
+  return frame;
+}
+
+// Frames kernels take the folded weights a block of output channels at a time (FoldedRows; oneDNN
+// reorders each block straight into its place in its packed layout). Widths of one short block,
+// exactly one, and several with a short last; fused and unfused; f32, bf16 and f16 where a backend
+// has them: the output on a still frame against the whole fold's product in double.
+TEST(FoldedRows, EveryBlockLandsInPlace) {
+  const size_t side = 56;
+  const std::vector<uint8_t> frame = seeded_frame(side, side);
+  const uint8_t* frames = frame.data();
+  int checked = 0;
+  for (int64_t out : {40, 64, 200}) {
+    testing::TestModule spec;
+    spec.embed_dim = out;
+    spec.bias = true;
+    spec.preprocessing = true;
+    const std::vector<uint8_t> bytes = testing::make_model(spec, 11);
+    const testing::Oracle want = still_frame_oracle(bytes, frames, side, side);
+    auto model = Model::open_memory(bytes.data(), bytes.size());
+    ASSERT_TRUE(model) << model.error();
+    for (pf_backend b : {PF_BACKEND_REFERENCE, PF_BACKEND_ONEDNN, PF_BACKEND_XNNPACK}) {
+      for (pf_path path : {PF_PATH_FUSED, PF_PATH_UNFUSED}) {
+        for (pf_precision prec : {PF_PRECISION_F32, PF_PRECISION_BF16, PF_PRECISION_F16}) {
+          auto s = testing::make_session(*model, b, path, prec);
+          if (!s) continue;  // not built, or not on this CPU
+          SCOPED_TRACE(cat("embed_dim ", out, " ", s->info().detail));
+          std::vector<float> y(want.y.size());
+          ASSERT_EQ(s->run_frames(&frames, 1, side, side, side * 3, y.data()), "");
+          ASSERT_TRUE(near_oracle(y, want, s->info().precision, 588, out));
+          ++checked;
+        }
+      }
+    }
+  }
+  EXPECT_GE(checked, 3 * 2);  // the reference backend, fused and unfused, at every width
+}
+
+// A 720p camera frame's 4784 rows run in several chunks of 184-row merge rows, and on oneDNN's AMX
+// matmul in calls of a multiple of 64 rows, the rest carried to the next chunk and the frame's
+// last rows in a short call (Kernel::row_multiple, frame_calls): every row in place on every
+// backend, precision and thread count here, with pf_session_prepare's calls the run's own
+// (setup_ms 0 on the run after it).
+TEST(FrameCalls, ACameraFramesRowsLandInPlaceAfterPrepare) {
+  const size_t width = 1288, height = 728;  // the processor's size of a 1280x720 frame
+  const std::vector<uint8_t> frame = seeded_frame(height, width);
+  const uint8_t* frames = frame.data();
+  testing::TestModule spec;
+  spec.bias = true;
+  spec.preprocessing = true;
+  const std::vector<uint8_t> bytes = testing::make_model(spec, 12);
+  const testing::Oracle want = still_frame_oracle(bytes, frames, height, width);
+  auto model = Model::open_memory(bytes.data(), bytes.size());
+  ASSERT_TRUE(model) << model.error();
+  int checked = 0;
+  for (pf_backend b : {PF_BACKEND_REFERENCE, PF_BACKEND_ONEDNN, PF_BACKEND_XNNPACK}) {
+    for (pf_precision prec : {PF_PRECISION_F32, PF_PRECISION_BF16}) {
+      for (int threads : {1, 2}) {
+        auto s = testing::make_session(*model, b, PF_PATH_FUSED, prec, 0, threads);
+        if (!s) continue;  // not built, or not on this CPU
+        SCOPED_TRACE(cat(s->info().detail, ", ", threads, " threads"));
+        pf_input_shape shape{};
+        shape.kind = PF_INPUT_FRAMES;
+        shape.t = 1;
+        shape.height = static_cast<int64_t>(height);
+        shape.width = static_cast<int64_t>(width);
+        ASSERT_EQ(s->prepare(shape), "");
+        std::vector<float> y(want.y.size());
+        ASSERT_EQ(s->run_frames(&frames, 1, height, width, width * 3, y.data()), "");
+        EXPECT_EQ(s->last_profile().setup_ms, 0.0);
+        ASSERT_TRUE(near_oracle(y, want, s->info().precision, 588, spec.embed_dim));
+        ++checked;
+      }
+    }
+  }
+  EXPECT_GE(checked, 2);  // the reference backend at 1 and 2 threads at least
+}
+
+}  // namespace
+}  // namespace patchfuse
