@@ -84,8 +84,9 @@ class Kernel {
   virtual Status run_u8(const uint8_t* /*input*/, size_t /*n*/, float* /*output*/) {
     return make_error(Code::kInternal, "this kernel takes no uint8 rows");
   }
-  // Calls of a multiple of this many rows run at the library's full speed; the frames path makes
-  // its calls so and runs only a frame's last rows in a call of fewer. 1: any count is as fast.
+  // Calls of a multiple of this many rows run at the library's full speed; the kernel runs another
+  // count as such a call and one of the rest, so the frames path makes its calls multiples (the
+  // rest carried to the next chunk) but a frame's last. 1: any count is as fast.
   virtual size_t row_multiple() const { return 1; }
   // Calls task(i) for every i in [0, n) on the threads the kernel computes on (its library's own
   // pool, already warm), so work a session does before a run, like the frames gather, scales with

@@ -44,11 +44,11 @@ inline Chunking chunking(int64_t units, size_t unit_bytes, int threads) {
 
 // One frame's rows through a kernel, a chunk of `c` at a time. `gather(begin, end, rows)` writes
 // the rows of units [begin, end), rows_per_unit each, at `rows`; `call(first, n, rows)` runs the
-// kernel on the n rows at `rows`, rows [first, first + n) of the frame. Calls take a multiple of
-// `multiple` rows: the rows past it wait at the buffer's start for the next chunk, and the frame's
-// last rows past it run in one call of fewer. `buffer` holds frame_call_rows() rows of
-// `row_values` values; without one (a prepare pass) nothing is gathered and `call` gets nullptr,
-// with the same sizes.
+// kernel on the n rows at `rows`, rows [first, first + n) of the frame. Every call but the frame's
+// last takes a multiple of `multiple` rows, the rows past it waiting at the buffer's start for the
+// next chunk; the last takes what is left, which the kernel cuts (Kernel::row_multiple). `buffer`
+// holds frame_call_rows() rows of `row_values` values; without one (a prepare pass) nothing is
+// gathered and `call` gets nullptr, with the same sizes.
 inline size_t frame_call_rows(const Chunking& c, size_t rows_per_unit, size_t multiple) {
   return static_cast<size_t>(c.largest()) * rows_per_unit + multiple - 1;
 }
@@ -60,17 +60,12 @@ Status frame_calls(const Chunking& c, size_t rows_per_unit, size_t multiple, T* 
   for (int64_t j = 0; j < c.count; ++j) {
     if (buffer != nullptr) gather(c.begin(j), c.begin(j + 1), buffer + held * row_values);
     held += static_cast<size_t>(c.begin(j + 1) - c.begin(j)) * rows_per_unit;
-    size_t offset = 0;
-    for (const size_t n : {held / multiple * multiple, j + 1 == c.count ? held % multiple : 0}) {
-      if (n == 0) continue;
-      PF_RETURN_IF_ERROR(call(done, n, buffer == nullptr ? nullptr : buffer + offset * row_values));
-      offset += n;
-      done += n;
-    }
-    held -= offset;
-    if (buffer != nullptr && offset > 0 && held > 0) {
-      std::memmove(buffer, buffer + offset * row_values, held * row_values * sizeof(T));
-    }
+    const size_t n = j + 1 == c.count ? held : held / multiple * multiple;
+    if (n == 0) continue;
+    PF_RETURN_IF_ERROR(call(done, n, buffer));
+    done += n;
+    held -= n;
+    if (buffer != nullptr && held > 0) std::memmove(buffer, buffer + n * row_values, held * row_values * sizeof(T));
   }
   return {};
 }

@@ -15,6 +15,7 @@
 
 #include <oneapi/dnnl/dnnl.hpp>
 #include <algorithm>
+#include <array>
 #include <cstring>
 #include <unordered_map>
 
@@ -110,8 +111,11 @@ class OneDnnKernel final : public Kernel {
   Status prepare(size_t n, bool f32_rows) override {
     try {
       const OmpThreads threads(threads_);
-      Plan& p = plan_for(static_cast<int64_t>(n));
-      if (bf16_ && f32_rows) stage(p);
+      for (const size_t calls_n : calls(n)) {
+        if (calls_n == 0) continue;
+        Plan& p = plan_for(static_cast<int64_t>(calls_n));
+        if (bf16_ && f32_rows) stage(p);
+      }
     } catch (const dnnl::error& e) {
       return make_error(Code::kInternal, cat("onednn: preparing N = ", n, " failed: ", e.what()));
     }
@@ -139,10 +143,26 @@ class OneDnnKernel final : public Kernel {
   int threads() const override { return threads_; }
 
  private:
+  // The calls n rows run as: a multiple of row_multiple() rows, then the rest (0: no call).
+  std::array<size_t, 2> calls(size_t n) const {
+    const size_t head = n / row_multiple_ * row_multiple_;
+    return head == 0 ? std::array<size_t, 2>{n, 0} : std::array<size_t, 2>{head, n - head};
+  }
+
   // One run from the caller's rows in the plan's user type (f32, or u8 in int8 sessions; f32 is
   // converted to bf16 by the plan's reorder in bf16 sessions) or, in bf16 sessions, from bf16 rows
-  // the caller made, which the plan's source memory then points at.
+  // the caller made, which the plan's source memory then points at; in the calls() of n.
   Status execute(const void* user_rows, const uint16_t* bf16_rows, size_t n, float* output) {
+    const auto [head, rest] = calls(n);
+    PF_RETURN_IF_ERROR(execute_call(user_rows, bf16_rows, head, output));
+    if (rest == 0) return {};
+    const size_t user_bytes = int8_ ? 1 : sizeof(float), k = static_cast<size_t>(k_);
+    return execute_call(user_rows == nullptr ? nullptr : static_cast<const uint8_t*>(user_rows) + head * k * user_bytes,
+                        bf16_rows == nullptr ? nullptr : bf16_rows + head * k, rest,
+                        output + head * static_cast<size_t>(g_.embed_dim));
+  }
+
+  Status execute_call(const void* user_rows, const uint16_t* bf16_rows, size_t n, float* output) {
     try {
       const OmpThreads threads(threads_);
       Plan& p = plan_for(static_cast<int64_t>(n));
@@ -274,8 +294,9 @@ class OneDnnKernel final : public Kernel {
                   ")");
     // oneDNN's AMX matmul (brgemm) cuts M into blocks of its largest divisor in 32..64, and tiles
     // of up to 16 rows: 46-row blocks (a 720p frame's chunks) ran at half the speed of 64-row ones
-    // (docs/performance.md). Its int8 1x1 convolution and the AVX-512 and AVX2 kernels measured
-    // the same speed at every row count there.
+    // (docs/performance.md), so other row counts run as a multiple of 64 and a call of the rest.
+    // Its int8 1x1 convolution and the AVX-512 and AVX2 kernels measured the same speed at every
+    // row count there.
     if (fused_ && !gemm_as_conv() && std::strstr(pd.impl_info_str(), "amx") != nullptr) row_multiple_ = 64;
     if (r.packed != nullptr) {  // packed by an earlier process in this very layout (the weights cache)
       if (r.packed_size != pd.weights_desc().get_size()) {

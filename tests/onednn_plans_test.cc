@@ -1,0 +1,90 @@
+// pf_session_prepare against oneDNN's own account: after it, the run it prepared creates no oneDNN
+// primitive (no "create:" line while dnnl_set_verbose(2) prints to the captured stdout), on
+// pixel_values, frames and images, at every precision this CPU runs, 1 and 2 threads. Row counts
+// that AMX's matmul runs as two calls (Kernel::row_multiple) are among them. setup_ms cannot
+// catch a plan a kernel makes inside its run; this does.
+#include <gtest/gtest.h>
+
+#include <oneapi/dnnl/dnnl.hpp>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "patchfuse/patchfuse.hpp"
+#include "tests/support/model_builder.h"
+#include "tests/support/sessions.h"
+
+namespace patchfuse {
+namespace {
+
+// The "create:" lines oneDNN prints while `f` runs.
+std::string creations_during(const std::function<void()>& f) {
+  dnnl::set_verbose(2);
+  ::testing::internal::CaptureStdout();
+  f();
+  const std::string out = ::testing::internal::GetCapturedStdout();
+  dnnl::set_verbose(0);
+  std::string creations;
+  for (size_t at = out.find("create:"); at != std::string::npos; at = out.find("create:", at + 1)) {
+    creations += out.substr(at, out.find('\n', at) - at) + "\n";
+  }
+  return creations;
+}
+
+pf_input_shape frames_shape(pf_input_kind kind, int64_t height, int64_t width) {
+  pf_input_shape s{};
+  s.kind = kind;
+  s.t = 1;
+  s.height = height;
+  s.width = width;
+  s.format = PF_PIXEL_RGB;
+  return s;
+}
+
+TEST(OneDnnPlans, ARunAfterPrepareCreatesNoPrimitive) {
+  if (!pf_backend_available(PF_BACKEND_ONEDNN)) GTEST_SKIP() << "backend onednn is not built into this library";
+  testing::TestModule spec;
+  spec.bias = true;
+  spec.preprocessing = true;
+  const std::vector<uint8_t> bytes = testing::make_model(spec, 13);
+  auto model = Model::open_memory(bytes.data(), bytes.size());
+  ASSERT_TRUE(model) << model.error();
+  const size_t out = static_cast<size_t>(spec.embed_dim), k = 3 * 2 * 14 * 14;
+  // 46 x 46 patches: 2116 rows, 33 * 64 + 4; a 720p frame's 4784 rows (74 * 64 + 48); the same
+  // frame through the resize.
+  const pf_grid grid{1, 46, 46};
+  const std::vector<float> pixels(grid.h * grid.w * k, 0.25f);
+  const std::vector<uint8_t> frame(1288 * 728 * 3, 100), image(1280 * 720 * 3, 100);
+  std::vector<float> y(4784 * out);
+  int checked = 0;
+  for (pf_precision p : {PF_PRECISION_F32, PF_PRECISION_BF16, PF_PRECISION_INT8}) {
+    for (int threads : {1, 2}) {
+      auto s = testing::make_session(*model, PF_BACKEND_ONEDNN, PF_PATH_FUSED, p, 0, threads);
+      if (!s) continue;  // bf16 on a CPU without it
+      SCOPED_TRACE(cat(s->info().detail, ", ", threads, " threads"));
+      std::string error;
+      if (p != PF_PRECISION_INT8) {  // int8 runs on pixels only
+        pf_input_shape shape{};
+        shape.kind = PF_INPUT_PIXEL_VALUES;
+        shape.grid = grid;
+        ASSERT_EQ(s->prepare(shape), "");
+        EXPECT_EQ(creations_during([&] { error = s->run_grid(pixels.data(), grid, y.data()); }), "") << "pixel_values";
+        ASSERT_EQ(error, "");
+      }
+      ASSERT_EQ(s->prepare(frames_shape(PF_INPUT_FRAMES, 728, 1288)), "");
+      const uint8_t* f = frame.data();
+      EXPECT_EQ(creations_during([&] { error = s->run_frames(&f, 1, 728, 1288, 1288 * 3, y.data()); }), "") << "frames";
+      ASSERT_EQ(error, "");
+      ASSERT_EQ(s->prepare(frames_shape(PF_INPUT_IMAGES, 720, 1280)), "");
+      pf_image img;
+      pf_image_packed(&img, PF_PIXEL_RGB, image.data(), 1280, 720);
+      EXPECT_EQ(creations_during([&] { error = s->run_image(img, y.data()); }), "") << "images";
+      ASSERT_EQ(error, "");
+      ++checked;
+    }
+  }
+  EXPECT_GE(checked, 4);  // f32 and int8 at 1 and 2 threads on every x86-64 CPU
+}
+
+}  // namespace
+}  // namespace patchfuse
