@@ -14,7 +14,8 @@
 // 1x1 convolution the session runs, so the int8 session's overhead, gather included, is one ratio.
 // FrameGemm/...: a 1280x720 frame's GEMM (K = 588, 4784 rows -> 1280): the session's kernel
 // stage (its pf_run_profile.kernel_ms) beside raw oneDNN on the same product in calls of 368 to
-// 4784 rows, per precision, so the frames kernel's ratio to the library is one comparison.
+// 4784 rows, per precision, so the frames kernel's ratio to the library is one comparison;
+// FrameGemm/raw-k608/...: bf16 with K padded to 608, what zero-padded rows would cost.
 // Resize/...: the runtime's resize alone, 1 thread, on the camera sizes the camera issue names
 // (1280x720 RGB -> 728x1288 and 1920x1080 -> 728x1316, BICUBIC; pil and torch semantics; NV12
 // with its conversion), to set beside Pillow's Image.resize on the same sizes
@@ -327,7 +328,7 @@ void frames_kernel(benchmark::State& state, pf_precision precision) {
 void raw_frames(benchmark::State& state, pf_precision precision) {
   using dt = dnnl::memory::data_type;
   using tag = dnnl::memory::format_tag;
-  const int64_t chunk = std::min(state.range(0), kFrameRows), k = kFrameK;
+  const int64_t chunk = std::min(state.range(0), kFrameRows), k = state.range(2);
   omp_set_num_threads(static_cast<int>(state.range(1)));
   const bool int8 = precision == PF_PRECISION_INT8;
   const dt src_t = int8 ? dt::u8 : precision == PF_PRECISION_BF16 ? dt::bf16 : dt::f32;
@@ -409,8 +410,7 @@ void raw_frames(benchmark::State& state, pf_precision precision) {
     state.SkipWithError(e.what());
     return;
   }
-  state.counters["GFLOP/s"] = benchmark::Counter(2.0 * kFrameRows * kFrameK * kOut * 1e-9,
-                                                 benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["GFLOP/s"] = benchmark::Counter(2.0 * kFrameRows * k * kOut * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
 }
 
 // The int8 frames session on one still side x side image (state.range(0)), threads state.range(1).
@@ -552,21 +552,22 @@ void args(benchmark::internal::Benchmark* b) {
   }
 #endif
 #ifdef PATCHFUSE_WITH_ONEDNN
-  // The camera frame's GEMM: the session's kernel stage beside raw oneDNN over calls of the
-  // session's chunk (whole merge rows of 184: 368 f32, 736 bf16, 1656 int8 rows) and others;
-  // 704 and 768 beside 736 show what a multiple of 64 rows is worth to oneDNN's AMX row blocking
-  // (docs/performance.md).
+  // The camera frame's GEMM: the session's kernel stage beside raw oneDNN over calls of whole
+  // merge rows of 184 (368 to 4784) and others; 704 and 768 beside 736 show oneDNN's AMX row
+  // blocking, and raw-k608 (bf16, K padded to 608) its K tail (docs/performance.md).
   for (pf_precision p : {PF_PRECISION_F32, PF_PRECISION_BF16, PF_PRECISION_INT8}) {
     if (p == PF_PRECISION_BF16 && !bf16_available()) continue;
     const std::string name = p == PF_PRECISION_F32 ? "f32" : p == PF_PRECISION_BF16 ? "bf16" : "int8";
     benchmark::RegisterBenchmark(("FrameGemm/session/" + name + "/1280x720").c_str(), frames_kernel, p)
         ->Arg(1)->Arg(2)->ArgNames({"threads"})->UseManualTime()->Unit(benchmark::kMillisecond);
-    benchmark::RegisterBenchmark(("FrameGemm/raw/" + name + "/1280x720").c_str(), raw_frames, p)
-        ->Apply([](benchmark::internal::Benchmark* b) {
-          for (int64_t threads : {1, 2})
-            for (int64_t rows : {368, 512, 704, 736, 768, 896, 1656, 2392, 4784}) b->Args({rows, threads});
-          b->ArgNames({"rows", "threads"})->UseRealTime()->Unit(benchmark::kMillisecond);
-        });
+    auto* raw = benchmark::RegisterBenchmark(("FrameGemm/raw/" + name + "/1280x720").c_str(), raw_frames, p);
+    for (int64_t threads : {1, 2})
+      for (int64_t rows : {368, 512, 704, 736, 768, 896, 1656, 2392, 4784}) raw->Args({rows, threads, kFrameK});
+    raw->ArgNames({"rows", "threads", "k"})->UseRealTime()->Unit(benchmark::kMillisecond);
+    if (p != PF_PRECISION_BF16) continue;
+    benchmark::RegisterBenchmark("FrameGemm/raw-k608/bf16/1280x720", raw_frames, p)
+        ->Args({704, 1, 608})->Args({4784, 1, 608})->Args({704, 2, 608})->Args({4784, 2, 608})
+        ->ArgNames({"rows", "threads", "k"})->UseRealTime()->Unit(benchmark::kMillisecond);
   }
 #endif
 #ifdef PATCHFUSE_WITH_XNNPACK
