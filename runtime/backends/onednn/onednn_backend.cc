@@ -294,7 +294,7 @@ class OneDnnKernel final : public Kernel {
                   ")");
     // oneDNN's AMX matmul (brgemm) cuts M into blocks of its largest divisor in 32..64, and tiles
     // of up to 16 rows: 46-row blocks (a 720p frame's chunks) ran at half the speed of 64-row ones
-    // (docs/performance.md), so other row counts run as a multiple of 64 and a call of the rest.
+    // (docs/amx.md), so other row counts run as a multiple of 64 and a call of the rest.
     // Its int8 1x1 convolution and the AVX-512 and AVX2 kernels measured the same speed at every
     // row count there.
     if (fused_ && !gemm_as_conv() && std::strstr(pd.impl_info_str(), "amx") != nullptr) row_multiple_ = 64;
