@@ -122,6 +122,20 @@ TEST_P(FramesTest, GatherOrderIsHuggingFaces) {
         std::memcpy(&v, &bits, 4);
         ASSERT_EQ(v, rows[i]) << i;
       }
+      // Rows a pitch apart (a kernel's row_padding): the same values, then zeros over what was
+      // there (NaN bits here), by block in reverse as threads may write them.
+      const int64_t pitch = k + 20;
+      std::vector<uint16_t> padded(static_cast<size_t>(g.rows() * pitch), 0xFFFF);
+      for (int64_t b = blocks - 1; b >= 0; --b) {
+        gather_rows(f.pointers().data(), f.t, f.width * 3, 0, g, p, C, still, b, b + 1,
+                    padded.data() + b * (g.rows() / blocks) * pitch, forms, static_cast<size_t>(pitch));
+      }
+      for (int64_t r = 0; r < g.rows(); ++r) {
+        for (int64_t i = 0; i < pitch; ++i) {
+          ASSERT_EQ(padded[static_cast<size_t>(r * pitch + i)], i < k ? rows16[static_cast<size_t>(r * k + i)] : 0)
+              << "row " << r << " value " << i;
+        }
+      }
       ASSERT_EQ(pv.size(), static_cast<size_t>(g.rows() * C * T * PP));
       for (int64_t r = 0; r < g.rows(); ++r) {
         for (int64_t ch = 0; ch < C; ++ch) {

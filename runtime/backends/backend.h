@@ -53,6 +53,9 @@ struct KernelRequest {
   // Frames kernels in f32, bf16 and f16: the weights and bias come from here, and the module's
   // weight and bias views (which then have no data) give their shapes only.
   const FoldedRows* folded = nullptr;
+  // Frames kernels: their rows are the gather's, which writes any padding the kernel asks for
+  // (Kernel::row_padding) at no cost. Others (pixel_values) get the caller's rows, to be copied.
+  bool gathered_rows = false;
 };
 
 class Kernel {
@@ -76,7 +79,12 @@ class Kernel {
   virtual Status prepare(size_t /*n*/, bool /*f32_rows*/) { return {}; }
   // bf16 kernels may also take rows already in bf16 (raw bits), so a caller that makes its rows
   // itself, like the frames gather, skips the f32 -> bf16 conversion. Others keep the default.
+  // These rows are patch_volume + row_padding() values apart, the padding zero.
   virtual bool takes_bf16() const { return false; }
+  // Zero values after each row run_bf16 takes: where the library computes faster over a K padded
+  // with zeros (oneDNN's AMX bf16 matmul, to its 32-row blocks) and the rows are gathered
+  // (KernelRequest::gathered_rows). run() and run_u8 take rows without padding.
+  virtual size_t row_padding() const { return 0; }
   virtual Status run_bf16(const uint16_t* /*input*/, size_t /*n*/, float* /*output*/) {
     return make_error(Code::kInternal, "this kernel takes f32 rows only");
   }

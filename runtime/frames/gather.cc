@@ -36,9 +36,10 @@ EmitRgbRowsU8Fn rgb_rows_form(const FrameKernels& k, const uint8_t*) { return k.
 template <class T>
 void gather(const uint8_t* const* frames, size_t count, size_t row_stride, size_t first_row, const FrameGrid& grid,
             const Preprocessing& p, int64_t channels, bool still, int64_t block_begin, int64_t block_end, T* out,
-            const FrameKernels& kernels) {
+            const FrameKernels& kernels, size_t pitch) {
   const int64_t P = p.patch_size, M = p.merge_size, tps = still ? 1 : p.temporal_patch_size;
-  const int64_t k = channels * tps * P * P, blocks_per_t = grid.h / M;
+  const int64_t values = channels * tps * P * P, blocks_per_t = grid.h / M;
+  const int64_t k = pitch == 0 ? values : static_cast<int64_t>(pitch);  // the emitters' row pitch
   const auto emit_rgb_rows = from_rgb_rows(channels, P) ? rgb_rows_form(kernels, out) : nullptr;
   const auto emit_rows = rows_form(kernels, out);
   const auto width = static_cast<size_t>(grid.w * P);  // the pixels patches cover; a Conv2d drops the rest
@@ -69,6 +70,8 @@ void gather(const uint8_t* const* frames, size_t count, size_t row_stride, size_
       }
       emit_rows({planes.data(), width, P, M, grid.w, channels, tps, mh, k}, block_out);
     }
+    if (k == values) continue;
+    for (int64_t row = 0; row < M * grid.w; ++row) std::fill(block_out + row * k + values, block_out + (row + 1) * k, T{0});
   }
 }
 
@@ -82,20 +85,20 @@ int64_t gather_block_count(const FrameGrid& grid, const Preprocessing& p) { retu
 
 void gather_rows(const uint8_t* const* frames, size_t count, size_t row_stride, size_t first_row, const FrameGrid& grid,
                  const Preprocessing& p, int64_t channels, bool still, int64_t block_begin, int64_t block_end,
-                 float* out, const FrameKernels& kernels) {
-  gather(frames, count, row_stride, first_row, grid, p, channels, still, block_begin, block_end, out, kernels);
+                 float* out, const FrameKernels& kernels, size_t pitch) {
+  gather(frames, count, row_stride, first_row, grid, p, channels, still, block_begin, block_end, out, kernels, pitch);
 }
 
 void gather_rows(const uint8_t* const* frames, size_t count, size_t row_stride, size_t first_row, const FrameGrid& grid,
                  const Preprocessing& p, int64_t channels, bool still, int64_t block_begin, int64_t block_end,
-                 uint16_t* out, const FrameKernels& kernels) {
-  gather(frames, count, row_stride, first_row, grid, p, channels, still, block_begin, block_end, out, kernels);
+                 uint16_t* out, const FrameKernels& kernels, size_t pitch) {
+  gather(frames, count, row_stride, first_row, grid, p, channels, still, block_begin, block_end, out, kernels, pitch);
 }
 
 void gather_rows(const uint8_t* const* frames, size_t count, size_t row_stride, size_t first_row, const FrameGrid& grid,
                  const Preprocessing& p, int64_t channels, bool still, int64_t block_begin, int64_t block_end,
-                 uint8_t* out, const FrameKernels& kernels) {
-  gather(frames, count, row_stride, first_row, grid, p, channels, still, block_begin, block_end, out, kernels);
+                 uint8_t* out, const FrameKernels& kernels, size_t pitch) {
+  gather(frames, count, row_stride, first_row, grid, p, channels, still, block_begin, block_end, out, kernels, pitch);
 }
 
 }  // namespace patchfuse

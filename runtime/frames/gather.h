@@ -33,14 +33,16 @@ int64_t gather_block_count(const FrameGrid& grid, const Preprocessing& p);
 // both), the two input types backends take, or as the raw uint8 pixels for int8 kernels.
 // `kernels`: the gather's rows straight from the RGB rows where the form has them (GatherForm),
 // else the plane split and the rows from planes (f32 and bf16; int8's rows are copies).
+// `pitch`: values from one row's start to the next, 0 for the row's own length; the values past a
+// row's own are written as zero (a kernel's row_padding).
 void gather_rows(const uint8_t* const* frames, size_t count, size_t row_stride, size_t first_row, const FrameGrid& grid,
                  const Preprocessing& p, int64_t channels, bool still, int64_t block_begin, int64_t block_end,
-                 float* out, const FrameKernels& kernels = best_frame_kernels());
+                 float* out, const FrameKernels& kernels = best_frame_kernels(), size_t pitch = 0);
 void gather_rows(const uint8_t* const* frames, size_t count, size_t row_stride, size_t first_row, const FrameGrid& grid,
                  const Preprocessing& p, int64_t channels, bool still, int64_t block_begin, int64_t block_end,
-                 uint16_t* out, const FrameKernels& kernels = best_frame_kernels());
+                 uint16_t* out, const FrameKernels& kernels = best_frame_kernels(), size_t pitch = 0);
 void gather_rows(const uint8_t* const* frames, size_t count, size_t row_stride, size_t first_row, const FrameGrid& grid,
                  const Preprocessing& p, int64_t channels, bool still, int64_t block_begin, int64_t block_end,
-                 uint8_t* out, const FrameKernels& kernels = best_frame_kernels());
+                 uint8_t* out, const FrameKernels& kernels = best_frame_kernels(), size_t pitch = 0);
 
 }  // namespace patchfuse

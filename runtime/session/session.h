@@ -120,6 +120,9 @@ class Session {
   // Folded weights viewed as a fused module of kernel (1 or T, P, P), and the kernel packed from it.
   struct FramesKernel {
     int64_t k = 0;      // row length: C*P*P (still image) or C*T*P*P (video)
+    // Values from one row's start to the next in the rows the kernel takes: k, and the zeros of its
+    // row_padding (bf16 rows).
+    int64_t pitch() const { return k + static_cast<int64_t>(kernel->row_padding()); }
     Int8Weights int8;   // int8 sessions only: the kernel reads it
     std::unique_ptr<Kernel> kernel;
   };

@@ -19,6 +19,7 @@ Result<std::unique_ptr<Kernel>> Session::create_kernel(const ModuleView& module,
   request.threads = threads_;
   request.int8 = int8;
   request.folded = folded;
+  request.gathered_rows = &module != &module_;  // a frames kernel's own module view, not the model's
   if (packed != nullptr) {
     request.packed = packed->data;
     request.packed_size = packed->size;

@@ -17,13 +17,14 @@ void Session::gather_on_threads(FramesKernel& k, const uint8_t* const* frames, s
   const Preprocessing& p = *module_.preprocessing;
   const int64_t parts = std::min<int64_t>(end - begin, k.kernel->threads());
   const bool still = t == 1;
-  const int64_t values_per_block = grid.rows() / gather_block_count(grid, p) * k.k;
+  const int64_t values_per_block = grid.rows() / gather_block_count(grid, p) * k.pitch();
   timed(profile_.gather_ms, [&] {
     k.kernel->parallelize(static_cast<size_t>(parts), [&](size_t i) {
       const auto part = static_cast<int64_t>(i);
       const int64_t first = begin + (end - begin) * part / parts;
       gather_rows(frames, t, row_stride, first_row, grid, p, module_.geometry.in_channels, still, first,
-                  begin + (end - begin) * (part + 1) / parts, rows + (first - begin) * values_per_block, *forms_);
+                  begin + (end - begin) * (part + 1) / parts, rows + (first - begin) * values_per_block, *forms_,
+                  static_cast<size_t>(k.pitch()));
     });
   });
 }
@@ -55,7 +56,7 @@ template <class Gather>
 Status Session::gather_and_run(FramesKernel& k, const FrameGrid& g, float* output, const Gather& gather, Pass pass) {
   // Rows in the kernel's own input type: a bf16 kernel gets bf16 rows, with no f32 pass between.
   const int64_t blocks = gather_block_count(g, *module_.preprocessing), blocks_per_t = blocks / g.t;
-  const auto rows_per_block = static_cast<size_t>(g.rows() / blocks), row_values = static_cast<size_t>(k.k);
+  const auto rows_per_block = static_cast<size_t>(g.rows() / blocks), row_values = static_cast<size_t>(k.pitch());
   const size_t multiple = k.kernel->row_multiple();
   const auto chunks = [&](auto& buffer, const auto& run) -> Status {
     const Chunking c = frame_chunks(k, g);

@@ -59,7 +59,7 @@ size_t Session::row_value_bytes(const FramesKernel& k) const {
 
 Chunking Session::frame_chunks(const FramesKernel& k, const FrameGrid& g) const {
   const int64_t blocks = gather_block_count(g, *module_.preprocessing), blocks_per_t = blocks / g.t;
-  const size_t block_bytes = static_cast<size_t>(g.rows() / blocks * k.k) * row_value_bytes(k);
+  const size_t block_bytes = static_cast<size_t>(g.rows() / blocks * k.pitch()) * row_value_bytes(k);
   return chunking(blocks_per_t, block_bytes, k.kernel->threads());
 }
 

@@ -101,6 +101,7 @@ class OneDnnKernel final : public Kernel {
 
   Status run(const float* input, size_t n, float* output) override {
     if (int8_) return make_error(Code::kInternal, "onednn: an int8 kernel takes uint8 rows");
+    if (kp_ != k_) return make_error(Code::kInternal, "onednn: a kernel over padded rows takes bf16 rows");
     return execute(input, nullptr, n, output);
   }
   Status run_u8(const uint8_t* input, size_t n, float* output) override {
@@ -137,6 +138,7 @@ class OneDnnKernel final : public Kernel {
   }
 
   size_t row_multiple() const override { return row_multiple_; }
+  size_t row_padding() const override { return static_cast<size_t>(kp_ - k_); }
 
   std::string detail() const override { return detail_; }
   std::string isa() const override { return isa_name(dnnl::get_effective_cpu_isa()); }
@@ -158,7 +160,7 @@ class OneDnnKernel final : public Kernel {
     if (rest == 0) return {};
     const size_t user_bytes = int8_ ? 1 : sizeof(float), k = static_cast<size_t>(k_);
     return execute_call(user_rows == nullptr ? nullptr : static_cast<const uint8_t*>(user_rows) + head * k * user_bytes,
-                        bf16_rows == nullptr ? nullptr : bf16_rows + head * k, rest,
+                        bf16_rows == nullptr ? nullptr : bf16_rows + head * static_cast<size_t>(kp_), rest,
                         output + head * static_cast<size_t>(g_.embed_dim));
   }
 
@@ -204,7 +206,8 @@ class OneDnnKernel final : public Kernel {
         int8_(r.precision == Precision::kInt8),
         has_bias_(int8_ || r.module->bias.has_value()),
         threads_(r.threads),
-        k_(r.module->patch_volume) {}
+        k_(r.module->patch_volume),
+        kp_(k_) {}
 
   dt src_type() const { return bf16_ ? dt::bf16 : int8_ ? dt::u8 : dt::f32; }
   dt weight_type() const { return bf16_ ? dt::bf16 : int8_ ? dt::s8 : dt::f32; }
@@ -221,8 +224,8 @@ class OneDnnKernel final : public Kernel {
   // Shapes in the primitive's own view: [N, K] -> [N, O] for matmul, [1, K, 1, N] -> [1, O, 1, N]
   // (nhwc) for the GEMM as a 1x1 conv, [N, C, (kt,) kh, kw] -> [N, O, (1,) 1, 1] for the conv.
   dims src_dims(int64_t n) const {
-    if (gemm_as_conv()) return {1, k_, 1, n};
-    return fused_ ? dims{n, k_} : concat({n, g_.in_channels}, spatial(g_.kernel));
+    if (gemm_as_conv()) return {1, kp_, 1, n};
+    return fused_ ? dims{n, kp_} : concat({n, g_.in_channels}, spatial(g_.kernel));
   }
   dims dst_dims(int64_t n) const {
     if (gemm_as_conv()) return {1, g_.embed_dim, 1, n};
@@ -233,7 +236,7 @@ class OneDnnKernel final : public Kernel {
 
   // Descriptor of the primitive for batch n, in the weights layout it prefers.
   dnnl::primitive_desc_base describe(int64_t n) const {
-    const dnnl::memory::desc weights_md(weight_dims(), weight_type(), tag::any);
+    const dnnl::memory::desc weights_md(weight_dims(kp_), weight_type(), tag::any);
     const dnnl::memory::desc src(src_dims(n), src_type(), activations_tag(src_dims(n).size()));
     const dnnl::memory::desc dst(dst_dims(n), dt::f32, activations_tag(dst_dims(n).size()));
     const dnnl::memory::desc bias = has_bias_ ? bias_desc() : dnnl::memory::desc();
@@ -265,9 +268,9 @@ class OneDnnKernel final : public Kernel {
     return fused_ && !gemm_as_conv() ? dnnl::memory::desc({1, g_.embed_dim}, dt::f32, tag::ab)
                                      : dnnl::memory::desc({g_.embed_dim}, dt::f32, tag::a);
   }
-  dims weight_dims() const {
-    if (gemm_as_conv()) return {g_.embed_dim, k_, 1, 1};
-    return fused_ ? dims{k_, g_.embed_dim} : concat({g_.embed_dim, g_.in_channels}, spatial(g_.kernel));
+  dims weight_dims(int64_t k) const {
+    if (gemm_as_conv()) return {g_.embed_dim, k, 1, 1};
+    return fused_ ? dims{k, g_.embed_dim} : concat({g_.embed_dim, g_.in_channels}, spatial(g_.kernel));
   }
 
   // out[k * O + o] = w[o * K + k] in `to`, in 64 x 64 blocks so both sides stay in cache: the
@@ -298,6 +301,17 @@ class OneDnnKernel final : public Kernel {
     // Its int8 1x1 convolution and the AVX-512 and AVX2 kernels measured the same speed at every
     // row count there.
     if (fused_ && !gemm_as_conv() && std::strstr(pd.impl_info_str(), "amx") != nullptr) row_multiple_ = 64;
+    // The AMX bf16 matmul's layout stores K rounded up to its 32-row blocks, zeros past K, and
+    // the product over K = 588 ran at 0.8x the speed of the same over K = 608 (docs/amx.md). So
+    // where oneDNN takes those very bytes as weights over the stored K, the primitives compute
+    // over it, on rows the gather pads with zeros (row_padding). Not for pixel_values, whose f32
+    // rows oneDNN's reorder would copy into padded bf16 ones: that ran 1.2x slower.
+    if (bf16_ && r.gathered_rows && row_multiple_ == 64) {
+      const dnnl::memory::desc layout = pd.weights_desc();
+      kp_ = layout.data.padded_dims[0];
+      if (!(with_k(layout, kp_) == describe(kPackingBatch).weights_desc())) kp_ = k_;
+      if (kp_ != k_) detail_ += cat(", K padded to ", kp_);
+    }
     if (r.packed != nullptr) {  // packed by an earlier process in this very layout (the weights cache)
       if (r.packed_size != pd.weights_desc().get_size()) {
         throw dnnl::error(dnnl_invalid_arguments, "cached packed weights are not the size of this layout");
@@ -309,7 +323,7 @@ class OneDnnKernel final : public Kernel {
     }
     dnnl::memory weights(pd.weights_desc(), engine_);
     if (int8_) {  // the quantized [O, K] weights: plain oihw; the bias in accumulator units
-      dnnl::memory model_w(dnnl::memory::desc(weight_dims(), dt::s8, tag::nchw), engine_,
+      dnnl::memory model_w(dnnl::memory::desc(weight_dims(k_), dt::s8, tag::nchw), engine_,
                            const_cast<int8_t*>(r.int8->weight.data()));
       dnnl::reorder(model_w, weights).execute(stream_, model_w, weights);
       stream_.wait();
@@ -323,7 +337,7 @@ class OneDnnKernel final : public Kernel {
       // gemm:jit asks for plain [K, O] ("ab"), the transpose of the model's [O, K] rows: done here in
       // one pass. Blocked layouts (brgemm, the convolution) go through a oneDNN reorder from the
       // model's layout: [O, K] is "ba" for matmul's [K, O] weights and plain oi(d)hw for the conv.
-      const bool plain_kxo = fused_ && weights.get_desc() == dnnl::memory::desc(weight_dims(), weight_type(), tag::ab);
+      const bool plain_kxo = fused_ && weights.get_desc() == dnnl::memory::desc(weight_dims(k_), weight_type(), tag::ab);
       if (plain_kxo) {
         transpose_into(w, want, g_.embed_dim, k_, static_cast<uint8_t*>(weights.get_data_handle()));
       } else {
@@ -341,8 +355,8 @@ class OneDnnKernel final : public Kernel {
           from = want;
         }
         // Plain oi(d)hw has the same strides as plain nc(d)hw.
-        dnnl::memory model_w(dnnl::memory::desc(weight_dims(), from == DType::kF32 ? dt::f32 : dt::bf16,
-                                                fused_ ? tag::ba : plain(weight_dims().size())),
+        dnnl::memory model_w(dnnl::memory::desc(weight_dims(k_), from == DType::kF32 ? dt::f32 : dt::bf16,
+                                                fused_ ? tag::ba : plain(weight_dims(k_).size())),
                              engine_, wdata);
         dnnl::reorder(model_w, weights).execute(stream_, model_w, weights);
         stream_.wait();
@@ -353,13 +367,28 @@ class OneDnnKernel final : public Kernel {
     if (has_bias_) bias_ = dnnl::memory(bias_desc(), engine_, bias_values_.data());
   }
 
-  // The weights in `layout`: packed at creation, or repacked from those on first use.
+  // A matmul weights layout with its K (dims[0]) set to k: the same bytes over the stored K.
+  static dnnl::memory::desc with_k(const dnnl::memory::desc& layout, int64_t k) {
+    dnnl_memory_desc_t d = layout.data;
+    d.dims[0] = k;
+    return dnnl::memory::desc(d);
+  }
+
+  // The weights in `layout`: packed at creation (over K, or their padded view over kp_), or
+  // repacked from those on first use.
   dnnl::memory weights_in(const dnnl::memory::desc& layout) {
     for (const dnnl::memory& w : packed_) {
       if (w.get_desc() == layout) return w;
     }
+    // From the creation-time bytes, seen over kp_ when padded (a reorder's dims must agree).
+    dnnl::memory packed = packed_.front();
+    if (kp_ != k_) packed = dnnl::memory(with_k(packed.get_desc(), kp_), engine_, packed.get_data_handle());
+    if (layout == packed.get_desc()) {
+      packed_.push_back(packed);
+      return packed;
+    }
     dnnl::memory w(layout, engine_);
-    dnnl::reorder(packed_.front(), w).execute(stream_, packed_.front(), w);
+    dnnl::reorder(packed, w).execute(stream_, packed, w);
     stream_.wait();
     packed_.push_back(w);
     return w;
@@ -406,6 +435,7 @@ class OneDnnKernel final : public Kernel {
   bool fused_, bf16_, int8_, has_bias_;
   int threads_;
   int64_t k_;
+  int64_t kp_;  // the K the primitives compute over: k_, or k_ padded (row_padding)
   std::vector<dnnl::memory> packed_;  // one per weights layout the plans asked for; the first from creation
   dnnl::memory bias_;
   std::vector<float> bias_values_;

@@ -85,7 +85,7 @@ using PilVertical = void(const uint8_t* const* rows, const int32_t* k, int32_t c
 using Split = void(const uint8_t* src, size_t width, uint8_t* p0, uint8_t* p1, uint8_t* p2);
 // One merge row `mh` of a gather block (gather.h): the channel planes of its P image rows per time
 // step (`width` bytes a row, 16 bytes of slack), patch size P, merge M, the grid's width in
-// patches, channels, time steps, and k values a row.
+// patches, channels, time steps, and k values from one row's start to the next (gather_rows' pitch).
 struct MergeRow {
   const uint8_t* planes;
   size_t width;
