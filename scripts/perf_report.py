@@ -69,11 +69,13 @@ def frame_gemm(overhead):
         padded = {int(r): v[0] for n, v in rows.items()
                   for r, th in re.findall(rf"FrameGemm/raw-k608/{precision}/1280x720/rows:(\d+)/threads:(\d+)", n)
                   if th == threads}
-        best = min(raw, key=raw.get)
-        ratio = raw[best] / t
+        # The best over K = 588 and, where the session pads K (bf16 on AMX), K = 608 too.
+        candidates = {str(r): v for r, v in raw.items()} | {f"{r} at K 608": v for r, v in padded.items()}
+        best = min(candidates, key=candidates.get)
+        ratio = candidates[best] / t
         flag = "" if ratio >= 0.9 else " **below 0.9**"
         k608 = f"{padded[704]:.2f} / {padded[4784]:.2f}" if padded else "–"
-        print(f"| {precision} | {threads} | {t:.2f} | {raw[best]:.2f} ({best}) | "
+        print(f"| {precision} | {threads} | {t:.2f} | {candidates[best]:.2f} ({best}) | "
               f"{raw.get(736, 0):.2f} / {raw.get(704, 0):.2f} / {raw.get(768, 0):.2f} | {k608} | {ratio:.2f}{flag} |")
     print(f"\nKernels: {'; '.join(sorted({v[1] for v in rows.values() if v[1]}))}\n")
 

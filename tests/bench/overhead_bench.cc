@@ -15,7 +15,7 @@
 // FrameGemm/...: a 1280x720 frame's GEMM (K = 588, 4784 rows -> 1280): the session's kernel
 // stage (its pf_run_profile.kernel_ms) beside raw oneDNN on the same product in calls of 368 to
 // 4784 rows, per precision, so the frames kernel's ratio to the library is one comparison;
-// FrameGemm/raw-k608/...: bf16 with K padded to 608, what zero-padded rows would cost.
+// FrameGemm/raw-k608/...: bf16 over K padded to 608, as the session runs it on AMX (row_padding).
 // Resize/...: the runtime's resize alone, 1 thread, on the camera sizes the camera issue names
 // (1280x720 RGB -> 728x1288 and 1920x1080 -> 728x1316, BICUBIC; pil and torch semantics; NV12
 // with its conversion), to set beside Pillow's Image.resize on the same sizes
