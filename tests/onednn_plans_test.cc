@@ -43,13 +43,23 @@ pf_input_shape frames_shape(pf_input_kind kind, int64_t height, int64_t width) {
   return s;
 }
 
+// The model both tests run: Qwen2-VL's geometry (K = 1176; 588 for a still frame), a bias and
+// preprocessing, so it runs pixel_values, frames and images.
+struct PlansModel {
+  testing::TestModule spec = [] {
+    testing::TestModule t;
+    t.bias = true;
+    t.preprocessing = true;
+    return t;
+  }();
+  std::vector<uint8_t> bytes = testing::make_model(spec, 13);
+};
+
 TEST(OneDnnPlans, ARunAfterPrepareCreatesNoPrimitive) {
   if (!pf_backend_available(PF_BACKEND_ONEDNN)) GTEST_SKIP() << "backend onednn is not built into this library";
-  testing::TestModule spec;
-  spec.bias = true;
-  spec.preprocessing = true;
-  const std::vector<uint8_t> bytes = testing::make_model(spec, 13);
-  auto model = Model::open_memory(bytes.data(), bytes.size());
+  const PlansModel m;
+  const testing::TestModule& spec = m.spec;
+  auto model = Model::open_memory(m.bytes.data(), m.bytes.size());
   ASSERT_TRUE(model) << model.error();
   const size_t out = static_cast<size_t>(spec.embed_dim), k = 3 * 2 * 14 * 14;
   // 46 x 46 patches: 2116 rows, 33 * 64 + 4; a 720p frame's 4784 rows (74 * 64 + 48); the same
@@ -94,11 +104,9 @@ TEST(OneDnnPlans, ARunAfterPrepareCreatesNoPrimitive) {
 TEST(OneDnnPlans, OnAmxTheBf16FramesKernelRunsOverThePaddedK) {
   if (!pf_backend_available(PF_BACKEND_ONEDNN)) GTEST_SKIP() << "backend onednn is not built into this library";
   if (dnnl::get_effective_cpu_isa() != dnnl::cpu_isa::avx512_core_amx) GTEST_SKIP() << "oneDNN does not run AMX here";
-  testing::TestModule spec;
-  spec.bias = true;
-  spec.preprocessing = true;
-  const std::vector<uint8_t> bytes = testing::make_model(spec, 13);
-  auto model = Model::open_memory(bytes.data(), bytes.size());
+  const PlansModel m;
+  const testing::TestModule& spec = m.spec;
+  auto model = Model::open_memory(m.bytes.data(), m.bytes.size());
   ASSERT_TRUE(model) << model.error();
   auto s = testing::make_session(*model, PF_BACKEND_ONEDNN, PF_PATH_FUSED, PF_PRECISION_BF16);
   ASSERT_TRUE(s);
