@@ -129,5 +129,56 @@ TEST(FrameCalls, ACameraFramesRowsLandInPlaceAfterPrepare) {
   EXPECT_GE(checked, 2);  // the reference backend at 1 and 2 threads at least
 }
 
+// The fold against weight_transforms.h's formula, computed here in double term by term: 3x3
+// kernels (row lengths that are no multiple of the fold's 4 running sums), one and two frames,
+// still and video, each value and bias within one f32 rounding of the exact sum (bound below).
+TEST(FoldNormalization, IsTheFormulaInDouble) {
+  const int64_t out = 5, channels = 3, pixels = 3 * 3;
+  Preprocessing p;
+  p.mean = {0.48f, 0.46f, 0.41f};
+  p.std = {0.27f, 0.26f, 0.28f};
+  p.patch_size = 3;
+  for (int64_t frames : {1, 2}) {
+    const int64_t values = channels * frames * pixels;
+    const std::vector<float> w = testing::random_floats(static_cast<size_t>(out * values), 41);
+    const std::vector<float> b = testing::random_floats(static_cast<size_t>(out), 42);
+    ConvWeights m;
+    m.weight = reinterpret_cast<const uint8_t*>(w.data());
+    m.bias = reinterpret_cast<const uint8_t*>(b.data());
+    m.embed_dim = out;
+    m.channels = channels;
+    m.frames = frames;
+    m.pixels = pixels;
+    for (bool still : {true, false}) {
+      SCOPED_TRACE(cat(frames, " frames, ", still ? "still" : "video"));
+      const FoldedWeights f = fold_normalization(m, p, still);
+      ASSERT_EQ(f.k, still ? channels * pixels : values);
+      for (int64_t o = 0; o < out; ++o) {
+        double bias = b[static_cast<size_t>(o)], bias_abs = std::abs(bias);
+        std::vector<double> row(static_cast<size_t>(f.k), 0.0), row_abs(row.size(), 0.0);
+        for (int64_t c = 0; c < channels; ++c) {
+          const double scale = 256.0 * p.rescale_factor / p.std[c], offset = (128.0 * p.rescale_factor - p.mean[c]) / p.std[c];
+          for (int64_t t = 0; t < frames; ++t) {
+            for (int64_t i = 0; i < pixels; ++i) {
+              const double v = w[static_cast<size_t>(((o * channels + c) * frames + t) * pixels + i)];
+              const auto j = static_cast<size_t>(still ? c * pixels + i : (c * frames + t) * pixels + i);
+              row[j] += v * scale;
+              row_abs[j] += std::abs(v * scale);
+              bias += v * offset;
+              bias_abs += std::abs(v * offset);
+            }
+          }
+        }
+        // One rounding to f32 (2^-24 relative) after sums in double (far below it).
+        const double f32_rounding = std::ldexp(1.0, -23);
+        for (size_t j = 0; j < row.size(); ++j) {
+          EXPECT_NEAR(f.weight[static_cast<size_t>(o * f.k) + j], row[j], f32_rounding * row_abs[j]) << "o " << o << " j " << j;
+        }
+        EXPECT_NEAR(f.bias[static_cast<size_t>(o)], bias, f32_rounding * bias_abs) << "o " << o;
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace patchfuse

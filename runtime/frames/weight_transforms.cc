@@ -12,12 +12,29 @@ NormalizationFold::NormalizationFold(const ConvWeights& m, const Preprocessing& 
       scale_(static_cast<size_t>(m.channels)),
       offset_(static_cast<size_t>(m.channels)),
       widened_(static_cast<size_t>(m.channels * m.frames * m.pixels)),
-      acc_(static_cast<size_t>(k_)) {
+      acc_(static_cast<size_t>(m.pixels)) {
   for (size_t c = 0; c < scale_.size(); ++c) {
     scale_[c] = static_cast<double>(p.rescale_factor) / kPixelScale / p.std[c];
     offset_[c] = (kPixelCentre * static_cast<double>(p.rescale_factor) - p.mean[c]) / p.std[c];
   }
 }
+
+namespace {
+
+// The sum of n floats in double over four running sums: one chain of dependent adds per channel
+// (the fold's bias, 1176 adds for Qwen2-VL) kept the fold at one add per 4 cycles and stopped the
+// compiler vectorizing the row beside it.
+double sum_in_double(const float* w, int64_t n) {
+  double s[4] = {0, 0, 0, 0};
+  int64_t i = 0;
+  for (; i + 4 <= n; i += 4) {
+    for (int l = 0; l < 4; ++l) s[l] += w[i + l];
+  }
+  for (; i < n; ++i) s[0] += w[i];
+  return (s[0] + s[1]) + (s[2] + s[3]);
+}
+
+}  // namespace
 
 float NormalizationFold::channel(int64_t o, float* row) {
   const int64_t frames = m_.frames, pp = m_.pixels;
@@ -27,18 +44,22 @@ float NormalizationFold::channel(int64_t o, float* row) {
   convert_elements(m_.weight + static_cast<size_t>(o) * row_bytes, m_.dtype, reinterpret_cast<uint8_t*>(widened_.data()),
                    DType::kF32, widened_.size());
   double shift = m_.bias ? load_as_f32(m_.bias, m_.bias_dtype, static_cast<size_t>(o)) : 0.0;
-  std::fill(acc_.begin(), acc_.end(), 0.0);
   for (int64_t c = 0; c < m_.channels; ++c) {
-    for (int64_t t = 0; t < frames; ++t) {
-      const float* w = &widened_[static_cast<size_t>((c * frames + t) * pp)];
-      double* a = &acc_[static_cast<size_t>(still_ ? c * pp : (c * frames + t) * pp)];
-      for (int64_t i = 0; i < pp; ++i) {
-        shift += w[i] * offset_[static_cast<size_t>(c)];
-        a[i] += w[i] * scale_[static_cast<size_t>(c)];
+    const double scale = scale_[static_cast<size_t>(c)];
+    const float* w = &widened_[static_cast<size_t>(c * frames * pp)];  // [frames, pp]
+    float* r = row + (still_ ? c * pp : c * frames * pp);
+    if (still_) {  // the frames' terms summed in double, in frame order, rounded once
+      double* a = acc_.data();
+      for (int64_t i = 0; i < pp; ++i) a[i] = w[i] * scale;
+      for (int64_t t = 1; t < frames; ++t) {
+        for (int64_t i = 0; i < pp; ++i) a[i] += w[t * pp + i] * scale;
       }
+      for (int64_t i = 0; i < pp; ++i) r[i] = static_cast<float>(a[i]);
+    } else {
+      for (int64_t i = 0; i < frames * pp; ++i) r[i] = static_cast<float>(w[i] * scale);
     }
+    shift += sum_in_double(w, frames * pp) * offset_[static_cast<size_t>(c)];  // b' += offset[c] * sum W[o, c]
   }
-  for (size_t j = 0; j < acc_.size(); ++j) row[j] = static_cast<float>(acc_[j]);
   return static_cast<float>(shift);
 }
 
@@ -71,17 +92,25 @@ double round_half_even(double v) {
   return (v + kShifter) - kShifter;
 }
 
-// Channel o of `q` from its folded row w (q.k values) and folded bias.
+// Channel o of `q` from its folded row w (q.k values) and folded bias. Written so the compiler
+// vectorizes both loops (the maximum over four running ones, the clamp in integers): scalar, they
+// took 1.5 ms of a Qwen2-VL int8 session's creation.
 void quantize_channel(const float* w, float bias, int max_q, size_t o, Int8Weights& q) {
   const auto k = static_cast<size_t>(q.k);
-  double max_abs = 0;
-  for (size_t j = 0; j < k; ++j) max_abs = std::max(max_abs, std::fabs(static_cast<double>(w[j])) * kPixelScale);
+  float m[4] = {0, 0, 0, 0};
+  size_t j = 0;
+  for (; j + 4 <= k; j += 4) {
+    for (int l = 0; l < 4; ++l) m[l] = std::max(m[l], std::fabs(w[j + l]));
+  }
+  for (; j < k; ++j) m[0] = std::max(m[0], std::fabs(w[j]));
+  // kPixelScale is a power of two, so scaling the largest |w| is scaling each and taking the largest.
+  const double max_abs = std::max(std::max(m[0], m[1]), std::max(m[2], m[3])) * kPixelScale;
   const double scale = max_abs > 0 ? max_abs / max_q : 1.0;
   int8_t* qw = &q.weight[o * k];
   int64_t sum_q = 0;
-  for (size_t j = 0; j < k; ++j) {
-    const double v = round_half_even(static_cast<double>(w[j]) * kPixelScale / scale);  // |v| <= max_q
-    qw[j] = static_cast<int8_t>(std::clamp(v, -static_cast<double>(max_q), static_cast<double>(max_q)));
+  for (j = 0; j < k; ++j) {
+    const auto v = static_cast<int32_t>(round_half_even(static_cast<double>(w[j]) * kPixelScale / scale));  // |v| <= max_q
+    qw[j] = static_cast<int8_t>(std::clamp(v, -max_q, max_q));
     sum_q += qw[j];
   }
   q.scale[o] = static_cast<float>(scale);

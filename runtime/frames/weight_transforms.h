@@ -54,7 +54,7 @@ class NormalizationFold {
   int64_t k_;
   std::vector<double> scale_, offset_;  // per input channel
   std::vector<float> widened_;          // the model's row in f32
-  std::vector<double> acc_;             // the folded row before rounding
+  std::vector<double> acc_;             // a still image's channel row before rounding
 };
 
 // int8 on uint8 frames: the pixels need no quantization, so only the weights lose precision.
