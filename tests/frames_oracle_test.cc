@@ -3,7 +3,10 @@
 // a camera frame's rows cut into chunks and kernel calls.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <string>
+#include <vector>
 
 #include "patchfuse/patchfuse.hpp"
 #include "runtime/frames/gather.h"
@@ -127,6 +130,48 @@ TEST(FrameCalls, ACameraFramesRowsLandInPlaceAfterPrepare) {
     }
   }
   EXPECT_GE(checked, 2);  // the reference backend at 1 and 2 threads at least
+}
+
+// int8 on a 720p camera frame after prepare: oneDNN's calls (on AMX cut to at most 768 KiB of
+// rows over K = 588's tail, OneDnnKernel::pack) against the reference backend's exact integer
+// sums, at 1 and 2 threads: every row in place, within the bound the int8 frames test holds.
+TEST(FrameCalls, Int8CameraFramesMatchTheExactReference) {
+  if (!pf_backend_available(PF_BACKEND_ONEDNN)) GTEST_SKIP() << "backend onednn is not built into this library";
+  const size_t width = 1288, height = 728;
+  const std::vector<uint8_t> frame = seeded_frame(height, width);
+  const uint8_t* frames = frame.data();
+  testing::TestModule spec;
+  spec.bias = true;
+  spec.preprocessing = true;
+  const std::vector<uint8_t> bytes = testing::make_model(spec, 14);
+  auto model = Model::open_memory(bytes.data(), bytes.size());
+  ASSERT_TRUE(model) << model.error();
+  auto reference = testing::make_session(*model, PF_BACKEND_REFERENCE, PF_PATH_FUSED, PF_PRECISION_INT8);
+  ASSERT_TRUE(reference) << reference.error();
+  std::vector<float> want(4784 * static_cast<size_t>(spec.embed_dim)), y(want.size());
+  ASSERT_EQ(reference->run_frames(&frames, 1, height, width, width * 3, want.data()), "");
+  double max_ref = 0;
+  for (float v : want) max_ref = std::max(max_ref, static_cast<double>(std::abs(v)));
+  for (int threads : {1, 2}) {
+    auto s = testing::make_session(*model, PF_BACKEND_ONEDNN, PF_PATH_FUSED, PF_PRECISION_INT8, 0, threads);
+    ASSERT_TRUE(s) << s.error();
+    if (std::string(s->info().note).find("7-bit") != std::string::npos) GTEST_SKIP() << "7-bit weights: not the same sums";
+    SCOPED_TRACE(cat(s->info().detail, ", ", threads, " threads"));
+    pf_input_shape shape{};
+    shape.kind = PF_INPUT_FRAMES;
+    shape.t = 1;
+    shape.height = static_cast<int64_t>(height);
+    shape.width = static_cast<int64_t>(width);
+    ASSERT_EQ(s->prepare(shape), "");
+    std::fill(y.begin(), y.end(), std::nanf(""));
+    ASSERT_EQ(s->run_frames(&frames, 1, height, width, width * 3, y.data()), "");
+    double max_diff = 0;
+    for (size_t i = 0; i < y.size(); ++i) {
+      const double d = std::abs(static_cast<double>(y[i]) - want[i]);
+      if (!(d <= max_diff)) max_diff = d;  // a row left NaN counts
+    }
+    EXPECT_LE(max_diff, 1e-5 * max_ref);  // the same integer sums; f32 epilogues apart (int8 frames test: 6.5e-8)
+  }
 }
 
 // The fold against weight_transforms.h's formula, computed here in double term by term: 3x3

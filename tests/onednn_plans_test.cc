@@ -2,7 +2,8 @@
 // primitive (no "create:" line while dnnl_set_verbose(2) prints to the captured stdout), on
 // pixel_values, frames and images, at every precision this CPU runs, 1 and 2 threads. Row counts
 // that AMX's matmul runs as two calls (Kernel::row_multiple) are among them. setup_ms cannot
-// catch a plan a kernel makes inside its run; this does. And on AMX, the K the bf16 kernels run.
+// catch a plan a kernel makes inside its run; this does. And on AMX, the K the bf16 kernels run
+// and the int8 kernel's call sizes.
 #include <gtest/gtest.h>
 
 #include <oneapi/dnnl/dnnl.hpp>
@@ -124,6 +125,36 @@ TEST(OneDnnPlans, OnAmxTheBf16FramesKernelRunsOverThePaddedK) {
   const std::string rows = verbose_during("exec,", [&] { error = s->run_grid(pixels.data(), grid, y.data()); });
   ASSERT_EQ(error, "");
   EXPECT_NE(rows.find("x1176:1176x"), std::string::npos) << rows;
+}
+
+// On AMX the int8 kernel runs a camera frame's chunks over K = 588's tail in calls of at most
+// 768 KiB of rows (1337; OneDnnKernel::pack: oneDNN's code for such a call grows with its rows),
+// from oneDNN's own account of the calls it runs.
+TEST(OneDnnPlans, OnAmxTheInt8KernelCutsCallsOverTheKTail) {
+  if (!pf_backend_available(PF_BACKEND_ONEDNN)) GTEST_SKIP() << "backend onednn is not built into this library";
+  if (dnnl::get_effective_cpu_isa() != dnnl::cpu_isa::avx512_core_amx) GTEST_SKIP() << "oneDNN does not run AMX here";
+  const PlansModel m;
+  auto model = Model::open_memory(m.bytes.data(), m.bytes.size());
+  ASSERT_TRUE(model) << model.error();
+  const std::vector<uint8_t> frame(1288 * 728 * 3, 100);
+  const uint8_t* f = frame.data();
+  std::vector<float> y(4784 * static_cast<size_t>(m.spec.embed_dim));
+  for (int threads : {1, 2}) {
+    auto s = testing::make_session(*model, PF_BACKEND_ONEDNN, PF_PATH_FUSED, PF_PRECISION_INT8, 0, threads);
+    ASSERT_TRUE(s);
+    std::string error;
+    const std::string calls = verbose_during("exec,", [&] { error = s->run_frames(&f, 1, 728, 1288, 1288 * 3, y.data()); });
+    ASSERT_EQ(error, "");
+    size_t rows = 0, count = 0;
+    for (size_t at = calls.find("_iw"); at != std::string::npos; at = calls.find("_iw", at + 1)) {
+      const size_t n = std::stoul(calls.substr(at + 3));
+      EXPECT_LE(n, 768u * 1024 / 588) << calls;
+      rows += n;
+      ++count;
+    }
+    EXPECT_EQ(rows, 4784u) << calls;  // every row in exactly one call
+    EXPECT_GE(count, 4u) << calls;    // the 1472-2392-row chunks cut in two at least
+  }
 }
 
 }  // namespace

@@ -15,7 +15,6 @@
 
 #include <oneapi/dnnl/dnnl.hpp>
 #include <algorithm>
-#include <array>
 #include <cstring>
 #include <unordered_map>
 
@@ -32,6 +31,10 @@ using dims = dnnl::memory::dims;
 
 // The batch size whose layout the weights are packed in at creation.
 constexpr int64_t kPackingBatch = 1024;
+
+// The most u8 rows an AMX int8 call over a K tail takes (OneDnnKernel::pack): 1337 rows at
+// K = 588, so a 720p frame's chunks of 1472-2392 rows run as two calls each.
+constexpr size_t kTailCallBytes = size_t{768} << 10;
 
 bool cpu_has_bf16() {
   const unsigned isa = static_cast<unsigned>(dnnl::get_effective_cpu_isa());
@@ -112,15 +115,14 @@ class OneDnnKernel final : public Kernel {
   Status prepare(size_t n, bool f32_rows) override {
     try {
       const OmpThreads threads(threads_);
-      for (const size_t calls_n : calls(n)) {
-        if (calls_n == 0) continue;
-        Plan& p = plan_for(static_cast<int64_t>(calls_n));
+      return for_each_call(n, [&](size_t, size_t rows) {
+        Plan& p = plan_for(static_cast<int64_t>(rows));
         if (bf16_ && f32_rows) stage(p);
-      }
+        return Status{};
+      });
     } catch (const dnnl::error& e) {
       return make_error(Code::kInternal, cat("onednn: preparing N = ", n, " failed: ", e.what()));
     }
-    return {};
   }
 
   bool takes_bf16() const override { return bf16_; }
@@ -145,23 +147,34 @@ class OneDnnKernel final : public Kernel {
   int threads() const override { return threads_; }
 
  private:
-  // The calls n rows run as: a multiple of row_multiple() rows, then the rest (0: no call).
-  std::array<size_t, 2> calls(size_t n) const {
+  // The calls n rows run as, in order: a multiple of row_multiple() rows, then the rest; each
+  // cut into near-equal calls of at most max_call_rows_ rows where the kernel has that limit.
+  template <class F>
+  Status for_each_call(size_t n, const F& f) const {
     const size_t head = n / row_multiple_ * row_multiple_;
-    return head == 0 ? std::array<size_t, 2>{n, 0} : std::array<size_t, 2>{head, n - head};
+    size_t first = 0;
+    for (const size_t part : {head, n - head}) {
+      const size_t pieces = max_call_rows_ == 0 ? 1 : std::max<size_t>(1, (part + max_call_rows_ - 1) / max_call_rows_);
+      for (size_t i = 0; i < pieces; ++i) {
+        const size_t rows = part * (i + 1) / pieces - part * i / pieces;
+        if (rows == 0) continue;
+        PF_RETURN_IF_ERROR(f(first, rows));
+        first += rows;
+      }
+    }
+    return {};
   }
 
   // One run from the caller's rows in the plan's user type (f32, or u8 in int8 sessions; f32 is
   // converted to bf16 by the plan's reorder in bf16 sessions) or, in bf16 sessions, from bf16 rows
-  // the caller made, which the plan's source memory then points at; in the calls() of n.
+  // the caller made, which the plan's source memory then points at; in the calls of n.
   Status execute(const void* user_rows, const uint16_t* bf16_rows, size_t n, float* output) {
-    const auto [head, rest] = calls(n);
-    PF_RETURN_IF_ERROR(execute_call(user_rows, bf16_rows, head, output));
-    if (rest == 0) return {};
     const size_t user_bytes = int8_ ? 1 : sizeof(float), k = static_cast<size_t>(k_);
-    return execute_call(user_rows == nullptr ? nullptr : static_cast<const uint8_t*>(user_rows) + head * k * user_bytes,
-                        bf16_rows == nullptr ? nullptr : bf16_rows + head * static_cast<size_t>(kp_), rest,
-                        output + head * static_cast<size_t>(g_.embed_dim));
+    return for_each_call(n, [&](size_t first, size_t rows) {
+      return execute_call(user_rows == nullptr ? nullptr : static_cast<const uint8_t*>(user_rows) + first * k * user_bytes,
+                          bf16_rows == nullptr ? nullptr : bf16_rows + first * static_cast<size_t>(kp_), rows,
+                          output + first * static_cast<size_t>(g_.embed_dim));
+    });
   }
 
   Status execute_call(const void* user_rows, const uint16_t* bf16_rows, size_t n, float* output) {
@@ -300,7 +313,13 @@ class OneDnnKernel final : public Kernel {
     // (docs/amx.md), so other row counts run as a multiple of 64 and a call of the rest.
     // Its int8 1x1 convolution and the AVX-512 and AVX2 kernels measured the same speed at every
     // row count there.
-    if (fused_ && !gemm_as_conv() && std::strstr(pd.impl_info_str(), "amx") != nullptr) row_multiple_ = 64;
+    const bool amx = std::strstr(pd.impl_info_str(), "amx") != nullptr;
+    if (fused_ && !gemm_as_conv() && amx) row_multiple_ = 64;
+    // oneDNN's AMX int8 1x1 convolution makes code in proportion to a call's rows when K is no
+    // multiple of its 64-byte tiles (K = 588: 2.0-2.7 ms a size for 1472-1656 rows, 3.5 for 2392;
+    // 0.1-0.3 ms at K = 576 or 640), and ran a 720p frame as fast in calls of 736-1196 rows
+    // (docs/amx.md). So its calls are cut to at most kTailCallBytes of rows: half the plans' code.
+    if (gemm_as_conv() && amx && k_ % 64 != 0) max_call_rows_ = kTailCallBytes / static_cast<size_t>(k_);
     // The AMX bf16 matmul's layout stores K rounded up to its 32-row blocks, zeros past K, and
     // the product over K = 588 ran at 0.8x the speed of the same over K = 608 (docs/amx.md). So
     // where oneDNN takes those very bytes as weights over the stored K, the primitives compute
@@ -443,6 +462,7 @@ class OneDnnKernel final : public Kernel {
   std::unordered_map<int64_t, Plan> plans_;
   std::string detail_;
   size_t row_multiple_ = 1;
+  size_t max_call_rows_ = 0;  // 0: calls of any size
 };
 
 bool available(std::string* why) {
