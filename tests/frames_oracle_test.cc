@@ -51,6 +51,16 @@ bool near_oracle(const std::vector<float>& y, const testing::Oracle& want, pf_pr
   return true;
 }
 
+// What pf_session_prepare is told of one camera frame of height x width.
+pf_input_shape frame_shape(size_t height, size_t width) {
+  pf_input_shape shape{};
+  shape.kind = PF_INPUT_FRAMES;
+  shape.t = 1;
+  shape.height = static_cast<int64_t>(height);
+  shape.width = static_cast<int64_t>(width);
+  return shape;
+}
+
 std::vector<uint8_t> seeded_frame(size_t height, size_t width) {
   std::vector<uint8_t> frame(height * width * 3);
   for (size_t i = 0; i < frame.size(); ++i) frame[i] = static_cast<uint8_t>((i * 2654435761u) >> 24);
@@ -115,12 +125,7 @@ TEST(FrameCalls, ACameraFramesRowsLandInPlaceAfterPrepare) {
         auto s = testing::make_session(*model, b, PF_PATH_FUSED, prec, 0, threads);
         if (!s) continue;  // not built, or not on this CPU
         SCOPED_TRACE(cat(s->info().detail, ", ", threads, " threads"));
-        pf_input_shape shape{};
-        shape.kind = PF_INPUT_FRAMES;
-        shape.t = 1;
-        shape.height = static_cast<int64_t>(height);
-        shape.width = static_cast<int64_t>(width);
-        ASSERT_EQ(s->prepare(shape), "");
+        ASSERT_EQ(s->prepare(frame_shape(height, width)), "");
         std::vector<float> y(want.y.size());
         ASSERT_EQ(s->run_frames(&frames, 1, height, width, width * 3, y.data()), "");
         EXPECT_EQ(s->last_profile().setup_ms, 0.0);
@@ -157,12 +162,7 @@ TEST(FrameCalls, Int8CameraFramesMatchTheExactReference) {
     ASSERT_TRUE(s) << s.error();
     if (std::string(s->info().note).find("7-bit") != std::string::npos) GTEST_SKIP() << "7-bit weights: not the same sums";
     SCOPED_TRACE(cat(s->info().detail, ", ", threads, " threads"));
-    pf_input_shape shape{};
-    shape.kind = PF_INPUT_FRAMES;
-    shape.t = 1;
-    shape.height = static_cast<int64_t>(height);
-    shape.width = static_cast<int64_t>(width);
-    ASSERT_EQ(s->prepare(shape), "");
+    ASSERT_EQ(s->prepare(frame_shape(height, width)), "");
     std::fill(y.begin(), y.end(), std::nanf(""));
     ASSERT_EQ(s->run_frames(&frames, 1, height, width, width * 3, y.data()), "");
     double max_diff = 0;
