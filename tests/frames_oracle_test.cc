@@ -137,8 +137,8 @@ TEST(FrameCalls, ACameraFramesRowsLandInPlaceAfterPrepare) {
   EXPECT_GE(checked, 2);  // the reference backend at 1 and 2 threads at least
 }
 
-// int8 on a 720p camera frame after prepare: oneDNN's calls (on AMX cut to at most 768 KiB of
-// rows over K = 588's tail, OneDnnKernel::pack) against the reference backend's exact integer
+// int8 on a 720p camera frame after prepare: oneDNN's calls (on AMX cut to at most 1280 rows
+// over K = 588's tail, OneDnnKernel::pack) against the reference backend's exact integer
 // sums, at 1 and 2 threads: every row in place, within the bound the int8 frames test holds.
 TEST(FrameCalls, Int8CameraFramesMatchTheExactReference) {
   if (!pf_backend_available(PF_BACKEND_ONEDNN)) GTEST_SKIP() << "backend onednn is not built into this library";

@@ -32,9 +32,9 @@ using dims = dnnl::memory::dims;
 // The batch size whose layout the weights are packed in at creation.
 constexpr int64_t kPackingBatch = 1024;
 
-// The most u8 rows an AMX int8 call over a K tail takes (OneDnnKernel::pack): 1337 rows at
-// K = 588, so a 720p frame's chunks of 1472-2392 rows run as two calls each.
-constexpr size_t kTailCallBytes = size_t{768} << 10;
+// The most rows an AMX int8 call over a K tail takes (OneDnnKernel::pack): a 720p frame's chunks
+// of 1472-2392 rows run as two calls each, none under 640 rows.
+constexpr size_t kTailCallRows = 1280;
 
 bool cpu_has_bf16() {
   const unsigned isa = static_cast<unsigned>(dnnl::get_effective_cpu_isa());
@@ -317,9 +317,10 @@ class OneDnnKernel final : public Kernel {
     if (fused_ && !gemm_as_conv() && amx) row_multiple_ = 64;
     // oneDNN's AMX int8 1x1 convolution makes code in proportion to a call's rows when K is no
     // multiple of its 64-byte tiles (K = 588: 2.0-2.7 ms a size for 1472-1656 rows, 3.5 for 2392;
-    // 0.1-0.3 ms at K = 576 or 640), and ran a 720p frame as fast in calls of 736-1196 rows
-    // (docs/amx.md). So its calls are cut to at most kTailCallBytes of rows: half the plans' code.
-    if (gemm_as_conv() && amx && k_ % 64 != 0) max_call_rows_ = kTailCallBytes / static_cast<size_t>(k_);
+    // 0.1-0.3 ms at K = 576 or 640), and ran a frame as fast in calls of 736-1196 rows (K = 588
+    // and 1176), but 5-13% slower in calls of 490-552 at 2 threads (docs/amx.md). So its calls
+    // are cut to at most kTailCallRows rows, in near-equal parts: half the plans' code.
+    if (gemm_as_conv() && amx && k_ % 64 != 0) max_call_rows_ = kTailCallRows;
     // The AMX bf16 matmul's layout stores K rounded up to its 32-row blocks, zeros past K, and
     // the product over K = 588 ran at 0.8x the speed of the same over K = 608 (docs/amx.md). So
     // where oneDNN takes those very bytes as weights over the stored K, the primitives compute
