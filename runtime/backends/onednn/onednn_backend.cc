@@ -154,7 +154,7 @@ class OneDnnKernel final : public Kernel {
     const size_t head = n / row_multiple_ * row_multiple_;
     size_t first = 0;
     for (const size_t part : {head, n - head}) {
-      const size_t pieces = max_call_rows_ == 0 ? 1 : std::max<size_t>(1, (part + max_call_rows_ - 1) / max_call_rows_);
+      const size_t pieces = max_call_rows_ == 0 ? 1 : (part + max_call_rows_ - 1) / max_call_rows_;
       for (size_t i = 0; i < pieces; ++i) {
         const size_t rows = part * (i + 1) / pieces - part * i / pieces;
         if (rows == 0) continue;
