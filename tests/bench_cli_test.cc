@@ -234,7 +234,10 @@ TEST_F(BenchCli, ColdTimesFreshProcessesWithAndWithoutPrepare) {
     }
     const double cold = res["median_create_prepare_first_over_p50"].get<double>();
     EXPECT_GE(cold, res["median_first_over_p50"].get<double>() * 0.999) << "create + prepare + first includes the first run";
+    EXPECT_GT(res["median_paced_p50_ms"].get<double>(), 0.0) << "the steady runs again at 30 frames a second";
+    EXPECT_GT(res["median_first_over_paced_p50"].get<double>(), 0.0);
   }
+  EXPECT_NE(r.out.find("p50_at_30fps"), std::string::npos) << r.out;
   const CommandResult c = testing::run_command(std::string(PATCHFUSE_BENCH_BIN) + " compare " + (dir_ / "cold.json") + " " +
                                                (dir_ / "cold.json"));
   ASSERT_EQ(c.exit_code, 0) << c.err;

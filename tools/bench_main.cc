@@ -168,9 +168,9 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember(patchfuse::keys_of(patchfuse::pixel_format_names())));
   app.add_option("--frames", o.frames, "Frames of the --image video (1 = still image)")->check(CLI::Range(1, 4096));
   app.add_flag("--frames-only", o.frames_only, "With --image: time the frames path only, not pixel_values rows of the same N");
-  app.add_option("--cold", o.cold, "After the steady table (in the same JSON): N fresh processes per backend x precision x "
-                                   "threads, with and without pf_session_prepare; medians of open, create, prepare and the "
-                                   "first run beside the steady p50 (fused path, synthetic input, first --output-stage and --patches)")
+  app.add_option("--cold", o.cold, "After the steady table (same JSON): N fresh processes per backend x precision x threads, "
+                                   "with and without pf_session_prepare; medians of open, create, prepare, first run, steady p50 "
+                                   "back to back and at 30/s (fused path, synthetic input, first --output-stage and --patches)")
       ->check(CLI::Range(1, 1000));
   app.add_option("--weights-cache", o.weights_cache, "Packed-weights cache file: each session maps it (written when it "
                                                      "does not match); with --cold, a path prefix, and each configuration is "
