@@ -172,15 +172,15 @@ int cold_child(const ColdConfig& c) {
     steady.push_back(ms_since(t));
   }
   if (!e.empty()) return child_error(e);
-  // The steady runs again at a camera's pace, each started 1/30 s after the one before, the
-  // thread asleep between them. Back to back, a run finds the caches and the core as the last run
-  // left them; a camera's frame, like the first run, finds them as 20-odd ms of other work left
-  // them (docs/runtime.md).
+  // The steady runs again at a camera's pace, each started 1/30 s after the one before (at once
+  // when that one took longer: a late app drops frames, it does not catch up), the thread asleep
+  // between them. Back to back, a run finds the caches and the core as the last run left them; a
+  // camera's frame, like the first run, finds them as other work left them (docs/runtime.md).
   std::vector<double> paced;
-  auto next = Clock::now();
+  auto start = Clock::now();
   for (int i = 0; i < c.runs && e.empty(); ++i) {
-    next += std::chrono::microseconds(33333);
-    std::this_thread::sleep_until(next);
+    start = std::max(start + std::chrono::microseconds(33333), Clock::now());
+    std::this_thread::sleep_until(start);
     const auto t = Clock::now();
     e = run();
     paced.push_back(ms_since(t));
