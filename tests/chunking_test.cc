@@ -51,17 +51,21 @@ TEST(Chunking, EvenChunksOfAtMostTheTargetPerThread) {
 // Calls of a multiple of `multiple` rows over chunks of whole units: each row, gathered as its own
 // index, reaches the kernel once, in order, at its place; every call but a frame's last is a
 // multiple; fewer than a multiple of rows wait for the next chunk; the gather writes only within
-// frame_call_rows; a prepare pass (no buffer) makes the same calls.
+// frame_call_rows, never more than the frame's rows; a prepare pass (no buffer) makes the same
+// calls. A multiple of the whole frame (0 below: Kernel::whole_frame_calls) makes one call.
 TEST(FrameCalls, EveryRowOnceInOrderInCallsOfTheMultiple) {
   constexpr size_t kValues = 3;  // values a row: the row's index, then two more
   int cases = 0;
-  for (const size_t multiple : {size_t{1}, size_t{8}, size_t{64}}) {
+  for (const size_t multiple_or_frame : {size_t{1}, size_t{8}, size_t{64}, size_t{0}}) {
     for (const int64_t units : {1, 2, 5, 26}) {
       for (const size_t rows_per_unit : {size_t{3}, size_t{184}, size_t{64}}) {
         for (const int64_t count : {int64_t{1}, int64_t{2}, int64_t{3}, units}) {
           const Chunking c{units, std::clamp<int64_t>(count, 1, units)};
+          const size_t frame = static_cast<size_t>(units) * rows_per_unit;
+          const size_t multiple = multiple_or_frame == 0 ? frame : multiple_or_frame;
           SCOPED_TRACE(testing::Message() << "multiple " << multiple << ", " << units << " units of " << rows_per_unit
                                           << " rows in " << c.count << " chunks");
+          EXPECT_LE(frame_call_rows(c, rows_per_unit, multiple), frame);
           std::vector<int64_t> buffer(frame_call_rows(c, rows_per_unit, multiple) * kValues, -1);
           const auto gather = [&](int64_t begin, int64_t end, int64_t* rows) {
             ASSERT_GE(rows, buffer.data());
@@ -91,7 +95,10 @@ TEST(FrameCalls, EveryRowOnceInOrderInCallsOfTheMultiple) {
             }
             next += calls[i].second;
           }
-          EXPECT_EQ(next, static_cast<size_t>(units) * rows_per_unit);
+          EXPECT_EQ(next, frame);
+          if (multiple == frame) {
+            EXPECT_EQ(calls.size(), 1u) << "a whole frame's rows in one call";
+          }
           const std::vector<std::pair<size_t, size_t>> run = calls;
           calls.clear();
           ASSERT_TRUE(frame_calls(c, rows_per_unit, multiple, static_cast<int64_t*>(nullptr), kValues, gather, call).ok());
@@ -101,7 +108,7 @@ TEST(FrameCalls, EveryRowOnceInOrderInCallsOfTheMultiple) {
       }
     }
   }
-  EXPECT_EQ(cases, 3 * 4 * 3 * 4);
+  EXPECT_EQ(cases, 4 * 4 * 3 * 4);
 }
 
 }  // namespace

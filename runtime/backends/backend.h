@@ -96,6 +96,10 @@ class Kernel {
   // count as such a call and one of the rest, so the frames path makes its calls multiples (the
   // rest carried to the next chunk) but a frame's last. 1: any count is as fast.
   virtual size_t row_multiple() const { return 1; }
+  // The frames path gathers a whole frame's rows before one call over them, rather than running
+  // each chunk's rows while they are in cache: where going back and forth between the gather and
+  // the kernel costs more than the rows' trip through memory (oneDNN's AMX kernels, docs/amx.md).
+  virtual bool whole_frame_calls() const { return false; }
   // Calls task(i) for every i in [0, n) on the threads the kernel computes on (its library's own
   // pool, already warm), so work a session does before a run, like the frames gather, scales with
   // the session's threads too. `task` must not throw. Single-threaded kernels keep the default.

@@ -14,7 +14,9 @@
 // Kernel calls need not follow chunks: a kernel may run at full speed only on a multiple of some
 // row count (Kernel::row_multiple: oneDNN's AMX bf16 matmul blocks M by its largest divisor in
 // 32..64, and a 720p frame's 184-row merge rows make 46, which ran at half speed), so
-// frame_calls carries the rows past that multiple to the next chunk instead.
+// frame_calls carries the rows past that multiple to the next chunk instead. A multiple of a
+// whole frame's rows makes one call after the frame's last chunk, its rows gathered chunk by chunk
+// (Kernel::whole_frame_calls: oneDNN's AMX kernels ran faster so, docs/amx.md).
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
@@ -47,10 +49,11 @@ inline Chunking chunking(int64_t units, size_t unit_bytes, int threads) {
 // kernel on the n rows at `rows`, rows [first, first + n) of the frame. Every call but the frame's
 // last takes a multiple of `multiple` rows, the rows past it waiting at the buffer's start for the
 // next chunk; the last takes what is left, which the kernel cuts (Kernel::row_multiple). `buffer`
-// holds frame_call_rows() rows of `row_values` values; without one (a prepare pass) nothing is
-// gathered and `call` gets nullptr, with the same sizes.
+// holds frame_call_rows() rows of `row_values` values, never more than the frame's; without one (a
+// prepare pass) nothing is gathered and `call` gets nullptr, with the same sizes.
 inline size_t frame_call_rows(const Chunking& c, size_t rows_per_unit, size_t multiple) {
-  return static_cast<size_t>(c.largest()) * rows_per_unit + multiple - 1;
+  const size_t frame = static_cast<size_t>(c.units) * rows_per_unit;
+  return std::min(static_cast<size_t>(c.largest()) * rows_per_unit + multiple - 1, frame);
 }
 
 template <class T, class Gather, class Call>

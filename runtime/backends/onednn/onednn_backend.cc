@@ -32,9 +32,11 @@ using dims = dnnl::memory::dims;
 // The batch size whose layout the weights are packed in at creation.
 constexpr int64_t kPackingBatch = 1024;
 
-// The most rows an AMX int8 call over a K tail takes (OneDnnKernel::pack): a 720p frame's chunks
-// of 1472-2392 rows run as two calls each, none under 640 rows.
+// The most rows an AMX int8 call over a K tail takes (OneDnnKernel::pack): a 720p frame's 4784
+// rows run as four calls, none under 640 rows.
 constexpr size_t kTailCallRows = 1280;
+// The most packed weight bytes with which an AMX frames kernel runs a frame in one call (pack).
+constexpr size_t kAmxL2Bytes = size_t{2} << 20;
 
 bool cpu_has_bf16() {
   const unsigned isa = static_cast<unsigned>(dnnl::get_effective_cpu_isa());
@@ -140,6 +142,7 @@ class OneDnnKernel final : public Kernel {
   }
 
   size_t row_multiple() const override { return row_multiple_; }
+  bool whole_frame_calls() const override { return whole_frame_calls_; }
   size_t row_padding() const override { return static_cast<size_t>(kp_ - k_); }
 
   std::string detail() const override { return detail_; }
@@ -315,6 +318,13 @@ class OneDnnKernel final : public Kernel {
     // row count there.
     const bool amx = std::strstr(pd.impl_info_str(), "amx") != nullptr;
     if (fused_ && !gemm_as_conv() && amx) row_multiple_ = 64;
+    // On AMX a 720p frame's kernel stage ran 10-30% faster (bf16 over K = 608, int8 at 1 thread)
+    // as one call over the whole frame's rows, gathered first, than chunk by chunk: bf16's calls
+    // run faster over more rows, and int8's, as fast at any size, gained from fewer switches
+    // between the gather and its calls. Where the weights do not fit a core's L2 (2 MiB on every
+    // AMX Xeon so far), as bf16's video kernel's (K = 1184: 3 MB), it ran 5-20% slower, and so did
+    // the AVX-512 f32 kernel: its gather became memory-bound (docs/amx.md).
+    whole_frame_calls_ = amx && r.gathered_rows && pd.weights_desc().get_size() <= kAmxL2Bytes;
     // oneDNN's AMX int8 1x1 convolution makes code in proportion to a call's rows when K is no
     // multiple of its 64-byte tiles (K = 588: 2.0-2.7 ms a size for 1472-1656 rows, 3.5 for 2392;
     // 0.1-0.3 ms at K = 576 or 640), and ran a frame as fast in calls of 736-1196 rows (K = 588
@@ -463,6 +473,7 @@ class OneDnnKernel final : public Kernel {
   std::unordered_map<int64_t, Plan> plans_;
   std::string detail_;
   size_t row_multiple_ = 1;
+  bool whole_frame_calls_ = false;
   size_t max_call_rows_ = 0;  // 0: calls of any size
 };
 
