@@ -16,6 +16,8 @@
 // stage (its pf_run_profile.kernel_ms) beside raw oneDNN on the same product in calls of 368 to
 // 4784 rows, per precision, so the frames kernel's ratio to the library is one comparison;
 // FrameGemm/raw-k608/...: bf16 over K padded to 608, as the session runs it on AMX (row_padding).
+// Rows with cold:1 flush the output from the caches before each frame, the session's and raw's
+// alike, as an app's output is when its next frame comes (evict, below).
 // Resize/...: the runtime's resize alone, 1 thread, on the camera sizes the camera issue names
 // (1280x720 RGB -> 728x1288 and 1920x1080 -> 728x1316, BICUBIC; pil and torch semantics; NV12
 // with its conversion), to set beside Pillow's Image.resize on the same sizes
@@ -37,7 +39,10 @@
 #include "patchfuse/patchfuse.hpp"
 
 #ifdef PATCHFUSE_WITH_ONEDNN
+#include <immintrin.h>
 #include <omp.h>
+
+#include <chrono>
 
 #include <oneapi/dnnl/dnnl.hpp>
 #endif
@@ -293,6 +298,14 @@ void raw_onednn(benchmark::State& state, bool bf16) {
 // rows of a still image's K = 588 (3 x 14 x 14) -> 1280, in chunks of whole merge rows (184 rows).
 constexpr int64_t kFrameRows = 4784, kFrameK = kK / 2;
 
+// With state.range(1) (cold) the output is flushed from every cache before each timed frame, as
+// an app's is when its next frame comes: the session resizes and gathers between two writes of
+// the output and raw does not, which leaves raw more of it in the last-level cache (docs/amx.md).
+void evict(const std::vector<float>& y) {
+  for (size_t i = 0; i < y.size(); i += 64 / sizeof(float)) _mm_clflush(y.data() + i);
+  _mm_mfence();
+}
+
 // The session's kernel stage on that frame (pf_run_profile.kernel_ms, the time the session's
 // kernel calls took over all its chunks), state.range(0) threads.
 void frames_kernel(benchmark::State& state, pf_precision precision) {
@@ -312,6 +325,7 @@ void frames_kernel(benchmark::State& state, pf_precision precision) {
   std::vector<float> y(static_cast<size_t>(kFrameRows) * kOut);
   session->run_image(img, y.data());
   for (auto _ : state) {
+    if (state.range(1) != 0) evict(y);
     if (!session->run_image(img, y.data()).empty()) state.SkipWithError("run failed");
     state.SetIterationTime(session->last_profile().kernel_ms * 1e-3);
   }
@@ -394,6 +408,8 @@ void raw_frames(benchmark::State& state, pf_precision precision) {
     dnnl::memory b(bias_md, eng, bias.data());
     strm.wait();
     for (auto _ : state) {
+      if (state.range(3) != 0) evict(y);
+      const auto start = std::chrono::steady_clock::now();
       for (const Call& c : calls) {
         const dnnl::memory::desc src_md = int8 ? dnnl::memory::desc({1, k, 1, c.n}, dt::u8, tag::nhwc)
                                                : dnnl::memory::desc({c.n, k}, src_t, tag::ab);
@@ -405,6 +421,7 @@ void raw_frames(benchmark::State& state, pf_precision precision) {
                                      {DNNL_ARG_DST, dst}});
       }
       strm.wait();
+      state.SetIterationTime(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
     }
   } catch (const dnnl::error& e) {
     state.SkipWithError(e.what());
@@ -558,16 +575,22 @@ void args(benchmark::internal::Benchmark* b) {
   for (pf_precision p : {PF_PRECISION_F32, PF_PRECISION_BF16, PF_PRECISION_INT8}) {
     if (p == PF_PRECISION_BF16 && !bf16_available()) continue;
     const std::string name = p == PF_PRECISION_F32 ? "f32" : p == PF_PRECISION_BF16 ? "bf16" : "int8";
-    benchmark::RegisterBenchmark(("FrameGemm/session/" + name + "/1280x720").c_str(), frames_kernel, p)
-        ->Arg(1)->Arg(2)->ArgNames({"threads"})->UseManualTime()->Unit(benchmark::kMillisecond);
+    auto* session = benchmark::RegisterBenchmark(("FrameGemm/session/" + name + "/1280x720").c_str(), frames_kernel, p);
+    for (int64_t cold : {0, 1})
+      for (int64_t threads : {1, 2}) session->Args({threads, cold});
+    session->ArgNames({"threads", "cold"})->UseManualTime()->Unit(benchmark::kMillisecond);
     auto* raw = benchmark::RegisterBenchmark(("FrameGemm/raw/" + name + "/1280x720").c_str(), raw_frames, p);
-    for (int64_t threads : {1, 2})
-      for (int64_t rows : {368, 512, 704, 736, 768, 896, 1656, 2392, 4784}) raw->Args({rows, threads, kFrameK});
-    raw->ArgNames({"rows", "threads", "k"})->UseRealTime()->Unit(benchmark::kMillisecond);
+    for (int64_t threads : {1, 2}) {
+      for (int64_t rows : {368, 512, 704, 736, 768, 896, 1656, 2392, 4784}) raw->Args({rows, threads, kFrameK, 0});
+      for (int64_t rows : {704, 896, 1196, 4784}) raw->Args({rows, threads, kFrameK, 1});
+    }
+    raw->ArgNames({"rows", "threads", "k", "cold"})->UseManualTime()->Unit(benchmark::kMillisecond);
     if (p != PF_PRECISION_BF16) continue;
-    benchmark::RegisterBenchmark("FrameGemm/raw-k608/bf16/1280x720", raw_frames, p)
-        ->Args({704, 1, 608})->Args({4784, 1, 608})->Args({704, 2, 608})->Args({4784, 2, 608})
-        ->ArgNames({"rows", "threads", "k"})->UseRealTime()->Unit(benchmark::kMillisecond);
+    auto* k608 = benchmark::RegisterBenchmark("FrameGemm/raw-k608/bf16/1280x720", raw_frames, p);
+    for (int64_t threads : {1, 2})
+      for (int64_t cold : {0, 1})
+        for (int64_t rows : {704, 4784}) k608->Args({rows, threads, 608, cold});
+    k608->ArgNames({"rows", "threads", "k", "cold"})->UseManualTime()->Unit(benchmark::kMillisecond);
   }
 #endif
 #ifdef PATCHFUSE_WITH_XNNPACK
