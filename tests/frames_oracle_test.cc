@@ -102,11 +102,11 @@ TEST(FoldedRows, EveryBlockLandsInPlace) {
   EXPECT_GE(checked, 3 * 2);  // the reference backend, fused and unfused, at every width
 }
 
-// A 720p camera frame's 4784 rows run in several chunks of 184-row merge rows, and on oneDNN's AMX
-// matmul in calls of a multiple of 64 rows, the rest carried to the next chunk and the frame's
-// last rows in a short call (Kernel::row_multiple, frame_calls): every row in place on every
-// backend, precision and thread count here, with pf_session_prepare's calls the run's own
-// (setup_ms 0 on the run after it).
+// A 720p camera frame's 4784 rows run in several chunks of 184-row merge rows, or on oneDNN's AMX
+// kernels in one call after the frame's last chunk (Kernel::whole_frame_calls), which the bf16
+// matmul cuts into a multiple of 64 rows and a short call (Kernel::row_multiple, frame_calls):
+// every row in place on every backend, precision and thread count here, with
+// pf_session_prepare's calls the run's own (setup_ms 0 on the run after it).
 TEST(FrameCalls, ACameraFramesRowsLandInPlaceAfterPrepare) {
   const size_t width = 1288, height = 728;  // the processor's size of a 1280x720 frame
   const std::vector<uint8_t> frame = seeded_frame(height, width);
