@@ -132,8 +132,8 @@ TEST(OneDnnPlans, OnAmxTheBf16FramesKernelRunsOverThePaddedK) {
 // whole_frame_calls; chunk by chunk ran 10-30% slower, docs/amx.md): bf16 in one call of a
 // multiple of 64 rows and one of the rest (4784 = 4736 + 48); int8, over K = 588's tail, in
 // near-equal calls of at most 1280 rows (kTailCallRows; OneDnnKernel::pack: oneDNN's code for
-// such a call grows with its rows), 4 x 1196; at 1 and 2 threads, from oneDNN's own account of
-// the calls it runs.
+// such a call grows with its rows), 4 x 1196; at 1 and 2 threads (int8 at 2 threads keeps its
+// two chunks, which make the same calls), from oneDNN's own account of the calls it runs.
 TEST(OneDnnPlans, OnAmxAFramesRowsRunInOneSequenceOfCalls) {
   if (!pf_backend_available(PF_BACKEND_ONEDNN)) GTEST_SKIP() << "backend onednn is not built into this library";
   if (dnnl::get_effective_cpu_isa() != dnnl::cpu_isa::avx512_core_amx) GTEST_SKIP() << "oneDNN does not run AMX here";

@@ -318,13 +318,15 @@ class OneDnnKernel final : public Kernel {
     // row count there.
     const bool amx = std::strstr(pd.impl_info_str(), "amx") != nullptr;
     if (fused_ && !gemm_as_conv() && amx) row_multiple_ = 64;
-    // On AMX a 720p frame's kernel stage ran 10-30% faster (bf16 over K = 608, int8 at 1 thread)
-    // as one call over the whole frame's rows, gathered first, than chunk by chunk: bf16's calls
-    // run faster over more rows, and int8's, as fast at any size, gained from fewer switches
-    // between the gather and its calls. Where the weights do not fit a core's L2 (2 MiB on every
-    // AMX Xeon so far), as bf16's video kernel's (K = 1184: 3 MB), it ran 5-20% slower, and so did
-    // the AVX-512 f32 kernel: its gather became memory-bound (docs/amx.md).
-    whole_frame_calls_ = amx && r.gathered_rows && pd.weights_desc().get_size() <= kAmxL2Bytes;
+    // On AMX a 720p frame ran 5-25% faster (bf16 over K = 608, int8 at 1 thread) as one kernel
+    // call over the whole frame's rows, gathered first, than chunk by chunk: bf16's calls run
+    // faster over more rows, and int8's, as fast at any size, gained from fewer switches between
+    // the gather and its calls; at 2 threads, whose 720p frame is two chunks, int8 lost 3% (its
+    // rows' trip through the L3). Where the weights do not fit a core's L2 (2 MiB on every AMX
+    // Xeon so far), as bf16's video kernel's (K = 1184: 3 MB), it ran 5-20% slower, and so did the
+    // AVX-512 f32 kernel: its gather became memory-bound (docs/amx.md).
+    whole_frame_calls_ =
+        amx && r.gathered_rows && pd.weights_desc().get_size() <= kAmxL2Bytes && (!int8_ || threads_ == 1);
     // oneDNN's AMX int8 1x1 convolution makes code in proportion to a call's rows when K is no
     // multiple of its 64-byte tiles (K = 588: 2.0-2.7 ms a size for 1472-1656 rows, 3.5 for 2392;
     // 0.1-0.3 ms at K = 576 or 640), and ran a frame as fast in calls of 736-1196 rows (K = 588
