@@ -165,26 +165,25 @@ int cold_child(const ColdConfig& c) {
   const double first_ms = ms_since(tf);
   if (!e.empty()) return child_error(e);
   for (int i = 0; i < c.warmup && e.empty(); ++i) e = run();
-  std::vector<double> steady;
-  for (int i = 0; i < c.runs && e.empty(); ++i) {
-    const auto t = Clock::now();
-    e = run();
-    steady.push_back(ms_since(t));
-  }
-  if (!e.empty()) return child_error(e);
-  // The steady runs again at a camera's pace, each started 1/30 s after the one before (at once
-  // when that one took longer: a late app drops frames, it does not catch up), the thread asleep
-  // between them. Back to back, a run finds the caches and the core as the last run left them; a
-  // camera's frame, like the first run, finds them as other work left them (docs/runtime.md).
-  std::vector<double> paced;
-  auto start = Clock::now();
-  for (int i = 0; i < c.runs && e.empty(); ++i) {
-    start = std::max(start + std::chrono::microseconds(33333), Clock::now());
-    std::this_thread::sleep_until(start);
-    const auto t = Clock::now();
-    e = run();
-    paced.push_back(ms_since(t));
-  }
+  // c.runs timed runs, back to back or at a camera's pace: each started `period` after the one
+  // before (at once when that one took longer: a late app drops frames, it does not catch up),
+  // the thread asleep between them. Back to back, a run finds the caches and the core as the last
+  // run left them; a camera's frame, like the first run, finds them as other work left them
+  // (docs/runtime.md).
+  const auto timed_runs = [&](std::chrono::microseconds period) {
+    std::vector<double> ms;
+    auto start = Clock::now();
+    for (int i = 0; i < c.runs && e.empty(); ++i) {
+      start = std::max(start + period, Clock::now());
+      std::this_thread::sleep_until(start);
+      const auto t = Clock::now();
+      e = run();
+      ms.push_back(ms_since(t));
+    }
+    return ms;
+  };
+  const std::vector<double> steady = timed_runs(std::chrono::microseconds(0));
+  const std::vector<double> paced = timed_runs(std::chrono::microseconds(33333));  // none after an error
   if (!e.empty()) return child_error(e);
   const pf_session_info si = session->info();
   std::printf("%s\n", ojson{{"backend", pf_backend_name(si.backend)},
@@ -266,12 +265,13 @@ nlohmann::ordered_json cold_parent(const std::string& self, const std::vector<Co
       for (const ojson& s : samples[r]) v.push_back(s[name].get<double>());
       return v;
     };
-    std::vector<double> first_ratio, cold_ratio, paced_ratio;
+    std::vector<double> first_ratio, cold_ratio, paced_ratio, cold_ms;  // cold_ms per process, for `compare`'s noise band
     for (const ojson& s : samples[r]) {
       const double p50 = s["steady_p50_ms"].get<double>();
+      cold_ms.push_back(s["create_ms"].get<double>() + s["prepare_ms"].get<double>() + s["first_ms"].get<double>());
       first_ratio.push_back(s["first_ms"].get<double>() / p50);
       paced_ratio.push_back(s["first_ms"].get<double>() / s["paced_p50_ms"].get<double>());
-      cold_ratio.push_back((s["create_ms"].get<double>() + s["prepare_ms"].get<double>() + s["first_ms"].get<double>()) / p50);
+      cold_ratio.push_back(cold_ms.back() / p50);
     }
     const ojson& any_sample = samples[r].front();
     j["backend"] = any_sample["backend"];
@@ -284,10 +284,6 @@ nlohmann::ordered_json cold_parent(const std::string& self, const std::vector<Co
     j["median_first_over_p50"] = median(first_ratio);
     j["median_create_prepare_first_over_p50"] = median(cold_ratio);
     j["median_first_over_paced_p50"] = median(paced_ratio);
-    std::vector<double> cold_ms;  // per process, for `compare`'s noise band
-    for (const ojson& s : samples[r]) {
-      cold_ms.push_back(s["create_ms"].get<double>() + s["prepare_ms"].get<double>() + s["first_ms"].get<double>());
-    }
     j["create_prepare_first_ms"] = cold_ms;
     std::printf("%-9s %-9s %-13s %3d | %8.2f %9.2f %8.2f %8.2f | %9.3f | %9.2f %14.2f | %12.3f %11.2f\n",
                 j["backend"].get<std::string>().c_str(), j["precision"].get<std::string>().c_str(), prepared,
