@@ -73,11 +73,20 @@ const std::vector<uint8_t>& frames_model_bytes() {
 }
 
 bool bf16_available() {
-  auto model = patchfuse::Model::open_memory(model_bytes().data(), model_bytes().size());
+  return static_cast<bool>(open_session(model_bytes(), PF_BACKEND_ONEDNN, PF_PRECISION_BF16,
+                                        patchfuse::default_options().threads));
+}
+
+patchfuse::Expected<patchfuse::Session> open_session(const std::vector<uint8_t>& bytes, pf_backend backend,
+                                                     pf_precision precision, int threads) {
+  static patchfuse::Model plain = std::move(*patchfuse::Model::open_memory(model_bytes().data(), model_bytes().size()));
+  static patchfuse::Model frames =
+      std::move(*patchfuse::Model::open_memory(frames_model_bytes().data(), frames_model_bytes().size()));
   pf_session_options o = patchfuse::default_options();
-  o.backend = PF_BACKEND_ONEDNN;
-  o.precision = PF_PRECISION_BF16;
-  return model && patchfuse::Session::create(*model, 0, o);
+  o.backend = backend;
+  o.precision = precision;
+  o.threads = threads;
+  return patchfuse::Session::create(&bytes == &frames_model_bytes() ? frames : plain, 0, o);
 }
 
 }  // namespace bench

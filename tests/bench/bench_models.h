@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "patchfuse/patchfuse.hpp"
 #include "runtime/frames/preprocessing.h"
 
 namespace bench {
@@ -19,5 +20,9 @@ const std::vector<uint8_t>& model_bytes();                  // the model, withou
 const std::vector<uint8_t>& frames_model_bytes();           // with it, so the frames path can run
 patchfuse::Preprocessing preprocessing();                   // Qwen2-VL's, as frames_model_bytes stores it
 bool bf16_available();                                      // oneDNN runs bf16 sessions on this CPU
+// A session on module 0 of `bytes`, model_bytes() or frames_model_bytes() (each opened once, as
+// a session needs its model to outlive it).
+patchfuse::Expected<patchfuse::Session> open_session(const std::vector<uint8_t>& bytes, pf_backend backend,
+                                                     pf_precision precision, int threads);
 
 }  // namespace bench

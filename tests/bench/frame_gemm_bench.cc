@@ -41,12 +41,8 @@ void evict(const std::vector<float>& y) {
 // The session's kernel stage on that frame (pf_run_profile.kernel_ms, the time the session's
 // kernel calls took over all its chunks), state.range(0) threads; state.range(1): cold.
 void frames_kernel(benchmark::State& state, pf_precision precision) {
-  auto model = patchfuse::Model::open_memory(frames_model_bytes().data(), frames_model_bytes().size());
-  pf_session_options o = patchfuse::default_options();
-  o.backend = PF_BACKEND_ONEDNN;
-  o.precision = precision;
-  o.threads = static_cast<int>(state.range(0));
-  auto session = patchfuse::Session::create(*model, 0, o);
+  auto session =
+      bench::open_session(frames_model_bytes(), PF_BACKEND_ONEDNN, precision, static_cast<int>(state.range(0)));
   if (!session) {
     state.SkipWithError(session.error().c_str());
     return;

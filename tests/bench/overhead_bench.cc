@@ -64,12 +64,7 @@ const std::vector<uint8_t>& frame() {
 
 // One still side x side image through a frames session; counts N and the GEMM's (G)OP/s.
 void time_frames(benchmark::State& state, pf_backend backend, pf_precision precision, size_t side, int threads) {
-  auto model = patchfuse::Model::open_memory(frames_model_bytes().data(), frames_model_bytes().size());
-  pf_session_options o = patchfuse::default_options();
-  o.backend = backend;
-  o.precision = precision;
-  o.threads = threads;
-  auto session = patchfuse::Session::create(*model, 0, o);
+  auto session = bench::open_session(frames_model_bytes(), backend, precision, threads);
   if (!session) {
     state.SkipWithError(session.error().c_str());
     return;
@@ -153,10 +148,12 @@ void resize_bound(benchmark::State& state, size_t src_bytes, size_t out_bytes) {
 
 // A camera image through the whole frames path (conversion, resize, gather, GEMM), on oneDNN f32.
 void camera_run(benchmark::State& state, patchfuse::PixelFormat format, size_t src_w, size_t src_h) {
-  auto model = patchfuse::Model::open_memory(frames_model_bytes().data(), frames_model_bytes().size());
-  pf_session_options o = patchfuse::default_options();
-  o.threads = static_cast<int>(state.range(0));
-  auto session = patchfuse::Session::create(*model, 0, o);
+  auto session =
+      bench::open_session(frames_model_bytes(), PF_BACKEND_AUTO, PF_PRECISION_AUTO, static_cast<int>(state.range(0)));
+  if (!session) {
+    state.SkipWithError(session.error().c_str());
+    return;
+  }
   const bool nv12 = format == patchfuse::PixelFormat::kNv12;
   const std::vector<uint8_t> src = random_bytes(nv12 ? src_w * src_h * 3 / 2 : src_w * src_h * 3, 11);
   pf_image img;
@@ -176,12 +173,7 @@ void set_counters(benchmark::State& state, size_t n) {
 
 void session_run(benchmark::State& state, pf_backend backend, pf_precision precision) {
   const size_t n = static_cast<size_t>(state.range(0));
-  auto model = patchfuse::Model::open_memory(model_bytes().data(), model_bytes().size());
-  pf_session_options o = patchfuse::default_options();
-  o.backend = backend;
-  o.precision = precision;
-  o.threads = static_cast<int32_t>(state.range(1));
-  auto session = patchfuse::Session::create(*model, 0, o);
+  auto session = bench::open_session(model_bytes(), backend, precision, static_cast<int>(state.range(1)));
   if (!session) {
     state.SkipWithError(session.error().c_str());
     return;
