@@ -115,6 +115,10 @@ struct Backend {
   bool (*available)(std::string* why);
   // Computes natively in `precision` on this path and CPU; otherwise `why` says why not.
   bool (*supports)(Precision precision, bool fused, std::string* why);
+  // For `auto`, which computes in the model's dtype where the backend supports it: whether that
+  // dtype also runs faster than f32 on this CPU. Otherwise `why` says why not and auto computes
+  // in f32, which holds bf16 and f16 weights exactly.
+  bool (*outruns_f32)(Precision precision, std::string* why);
   // Packs the weights; called once per session.
   Result<std::unique_ptr<Kernel>> (*create)(const KernelRequest& request);
   // int8: the largest |q| the backend's int8 kernels sum exactly on this CPU (127 for exact int32

@@ -81,7 +81,7 @@ Result<std::unique_ptr<Session>> Session::create(const ModuleView& module, const
     PF_CHECK(b.supports(*o.precision, o.fused, &why), Code::kUnsupported, "precision ", precision_name(*o.precision),
              " is not available on backend ", b.name, " (", o.fused ? "fused" : "unfused", " path): ", why);
     s->precision_ = *o.precision;
-  } else if (b.supports(native, o.fused, &why)) {
+  } else if (b.supports(native, o.fused, &why) && b.outruns_f32(native, &why)) {
     s->precision_ = native;
   } else {
     s->precision_ = Precision::kF32;

@@ -245,7 +245,9 @@ bool supports(Precision p, bool fused, std::string* why) {
 }  // namespace
 
 const Backend& gemmlowp_backend() {
-  static const Backend b{BackendId::kGemmlowp, "gemmlowp", available, supports, GemmlowpKernel::make,
+  static const Backend b{BackendId::kGemmlowp, "gemmlowp", available, supports,
+                         [](Precision, std::string*) { return true; },  // int8 only, which auto never picks
+                         GemmlowpKernel::make,
                          [](std::string*) { return 127; },  // exact int32 sums on every variant
                          [] { return std::string("gemmlowp (packs on every call: the cache keeps the int8 weights)"); }};
   return b;

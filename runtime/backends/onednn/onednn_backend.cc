@@ -43,6 +43,11 @@ bool cpu_has_bf16() {
   return (isa & dnnl_cpu_isa_avx512_core_bf16) == dnnl_cpu_isa_avx512_core_bf16;
 }
 
+bool cpu_has_amx() {
+  const unsigned isa = static_cast<unsigned>(dnnl::get_effective_cpu_isa());
+  return (isa & dnnl_cpu_isa_avx512_core_amx) == dnnl_cpu_isa_avx512_core_amx;
+}
+
 // u8 x s8 dot products into int32 (VNNI, or AMX-INT8). Without them oneDNN's int8 kernels sum
 // pairs of u8 x s8 products in int16 with saturation, which 255 x 127 x 2 overflows.
 bool cpu_has_vnni() {
@@ -509,6 +514,24 @@ bool supports(Precision p, bool fused, std::string* why) {
   return false;
 }
 
+// bf16 halves the rows' and weights' bytes, but at K = 588 or 1176 the product is bound by the
+// multiply-adds, so bf16 is worth computing in only where they are faster than f32's: on AMX, and
+// on AMD's AVX512-BF16 (a vdpbf16ps does twice an FMA's multiply-adds at its rate: the bf16
+// session ran 1.97x as fast as f32 on Zen 5). Intel's AVX512-BF16 cores without AMX issue
+// vdpbf16ps at half the FMA's rate (43 against 88 multiply-adds a ns on a Sapphire Rapids-class
+// Xeon whose AMX the VM hides: MultiplyAddRate in patchfuse-overhead-bench), where the bf16
+// session ran at 0.52-0.56x f32's speed (docs/performance.md). Cooper Lake is taken to be alike,
+// not measured.
+bool bf16_outruns_f32(Precision p, std::string* why) {
+  __builtin_cpu_init();  // idempotent; needed where this runs before libgcc's constructor
+  if (p != Precision::kBF16 || cpu_has_amx() || __builtin_cpu_is("amd")) return true;
+  if (why) {
+    *why = "this Intel CPU runs bf16 without AMX (oneDNN reports ISA avx512_core_bf16), where a bf16 multiply-add "
+           "takes twice an f32 one's time (ask for precision bf16 to run it anyway)";
+  }
+  return false;
+}
+
 int int8_weight_max(std::string* why) {
   if (cpu_has_vnni()) return 127;
   if (why) {
@@ -522,7 +545,8 @@ int int8_weight_max(std::string* why) {
 }  // namespace
 
 const Backend& onednn_backend() {
-  static const Backend b{BackendId::kOneDnn, "onednn", available, supports, OneDnnKernel::make, int8_weight_max,
+  static const Backend b{BackendId::kOneDnn, "onednn", available, supports, bf16_outruns_f32, OneDnnKernel::make,
+                         int8_weight_max,
                          [] { return cat(version_string(), " ", isa_name(dnnl::get_effective_cpu_isa())); }};
   return b;
 }

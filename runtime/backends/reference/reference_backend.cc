@@ -109,7 +109,9 @@ Result<std::unique_ptr<Kernel>> create(const KernelRequest& r) {
 }  // namespace
 
 const Backend& reference_backend() {
-  static const Backend b{BackendId::kReference, "reference", available, supports, create,
+  static const Backend b{BackendId::kReference, "reference", available, supports,
+                         [](Precision, std::string*) { return true; },  // f32 only: never asked for another
+                         create,
                          [](std::string*) { return 127; },  // exact int32 sums
                          [] { return std::string("reference (no packing: the cache keeps the folded weights)"); }};
   return b;

@@ -282,6 +282,21 @@ bool available(std::string* why) {
   return false;
 }
 
+// f16 is worth computing in only where the core has f16 arithmetic: ARMv8.2 FP16 does twice f32's
+// lanes a vector (2.3x the f32 GEMM's speed on the A55 model, docs/arm.md). On x86-64 XNNPACK's
+// f16 GEMM widens every value to f32 (F16C): 5.7x slower than its f32 GEMM on an AVX-512 Xeon.
+bool f16_outruns_f32(Precision p, std::string* why) {
+#if defined(__x86_64__) || defined(_M_X64)
+  if (p == Precision::kF16) {
+    if (why) *why = "XNNPACK's f16 kernels on x86-64 widen every value to f32 (F16C) and ran 5.7x slower than its f32 ones";
+    return false;
+  }
+#endif
+  (void)p;
+  (void)why;
+  return true;
+}
+
 bool supports(Precision p, bool fused, std::string* why) {
   switch (p) {
     case Precision::kF32: return true;
@@ -306,7 +321,7 @@ bool supports(Precision p, bool fused, std::string* why) {
 }  // namespace
 
 const Backend& xnnpack_backend() {
-  static const Backend b{BackendId::kXnnpack, "xnnpack", available, supports, XnnpackKernel::make,
+  static const Backend b{BackendId::kXnnpack, "xnnpack", available, supports, f16_outruns_f32, XnnpackKernel::make,
                          [](std::string*) { return 127; },  // never asked: supports() refuses int8
                          // Debian's 2022 XNNPACK takes no packed weights back: the cache keeps the folded ones.
                          [] { return std::string("XNNPACK (packs at creation: the cache keeps the folded weights)"); }};
