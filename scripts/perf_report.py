@@ -4,8 +4,9 @@
     scripts/perf_report.py [--build build] [--model out/quickstart/qwen2-vl.pfb] [--runs 20]
 
 Run on a CPU class not measured before (an AMX Xeon, say), it gives in a few minutes what the
-performance notes keep per class: the frames kernel against raw oneDNN over the same chunks
-(FrameGemm), the cold start, the int8 preprocessing share, the resize against its bandwidth
+performance notes keep per class: what `auto` computes a bf16 model in beside the f32 and bf16
+sessions and the core's peak multiply-add rates, the frames kernel against raw oneDNN over the
+same chunks (FrameGemm), the cold start, the int8 preprocessing share, the resize against its bandwidth
 bound, and which oneDNN kernels ran on which shapes (ONEDNN_VERBOSE). Everything comes from
 patchfuse-bench and patchfuse-overhead-bench, whose own options the notes give; this only runs
 them and puts their figures side by side. Needs a release build with tests (the overhead bench)
@@ -37,7 +38,7 @@ def bench_json(bench, args, env=None):
 
 
 def overhead_medians(overhead, pattern, repetitions):
-    """Google Benchmark medians (ms) and labels of the overhead bench's rows matching pattern."""
+    """Google Benchmark medians (ms), labels and whole entries of the overhead bench's rows matching pattern."""
     out = run([overhead, f"--benchmark_filter={pattern}", f"--benchmark_repetitions={repetitions}",
                "--benchmark_enable_random_interleaving=true", "--benchmark_report_aggregates_only=true",
                "--benchmark_format=json"]).stdout
@@ -47,7 +48,7 @@ def overhead_medians(overhead, pattern, repetitions):
             continue
         scale = {"ns": 1e-6, "us": 1e-3, "ms": 1.0, "s": 1e3}[b["time_unit"]]
         rows[b["run_name"].replace("/real_time", "").replace("/manual_time", "")] = (b["real_time"] * scale,
-                                                                                   b.get("label", ""))
+                                                                                   b.get("label", ""), b)
     return rows
 
 
@@ -76,7 +77,7 @@ def frame_gemm(overhead):
         name = min(candidates, key=candidates.get)
         return name, candidates[name]
 
-    for (name, (t, label)) in sorted(rows.items()):
+    for (name, (t, label, _)) in sorted(rows.items()):
         m = re.match(r"FrameGemm/session/(\w+)/1280x720/threads:(\d+)/cold:0$", name)
         if not m:
             continue
@@ -94,6 +95,35 @@ def frame_gemm(overhead):
               f"{raw.get(736, 0):.2f} / {raw.get(704, 0):.2f} / {raw.get(768, 0):.2f} | {k608} | {hot_ratio} | "
               f"{cold_s:.2f} | {cold_r:.2f} ({cold_rows}) | {cold_ratio} |")
     print(f"\nKernels: {'; '.join(sorted({v[1] for v in rows.values() if v[1]}))}\n")
+
+
+def precision_choice(bench, overhead, model):
+    """What `auto` computes the bf16 model in, against the f32 and bf16 sessions and the core's peaks."""
+    peaks = overhead_medians(overhead, "MultiplyAddRate", 3)
+    print("## What auto computes in (pixel_values, N = 1024, 1 thread)\n")
+    print("auto should compute bf16 only where bf16 is faster than f32 (docs/runtime.md); the core's peak "
+          "multiply-add rates (MultiplyAddRate, medians of 3) say which can be.\n")
+    rates = []
+    for name in ("f32_fma_zmm", "bf16_vdpbf16ps_zmm", "u8s8_vpdpbusd_zmm"):
+        row = peaks.get(f"MultiplyAddRate/{name}")
+        rates.append(f"{name} {row[2]['multiply-adds'] * 1e-9:.1f}" if row else f"{name} skipped")
+    print(f"Peak multiply-adds a ns: {'; '.join(rates)}.\n")
+    d = bench_json(bench, [model, "--patches", "1024", "--backend", "onednn", "--precision", "auto,f32,bf16",
+                           "--threads", "1", "--runs", "10", "--warmup", "2"])
+    p50 = {}
+    print("| asked | computed | p50 ms | note |")
+    print("|---|---|---|---|")
+    for r in d["results"]:
+        if "latency_ms" not in r:
+            print(f"| {r['precision_requested']} | – | – | {r.get('skipped', r.get('error', ''))} |")
+            continue
+        p50[r["precision_requested"]] = (r["precision"], r["latency_ms"]["p50"])
+        print(f"| {r['precision_requested']} | {r['precision']} | {r['latency_ms']['p50']:.2f} | {r.get('note', '')} |")
+    if "bf16" in p50 and "auto" in p50:
+        fastest = min(("f32", "bf16"), key=lambda k: p50[k][1])
+        verdict = "the faster one" if p50["auto"][0] == fastest else f"**not the faster one ({fastest})**"
+        print(f"\nauto computes {p50['auto'][0]}: {verdict}; bf16 / f32 = {p50['bf16'][1] / p50['f32'][1]:.2f}.")
+    print()
 
 
 def cold_start(bench, model):
@@ -147,7 +177,7 @@ def resize_bound(overhead):
     print("## The resize against its memory-bandwidth bound (1 thread, medians)\n")
     print("| resize | ms | bound ms (every byte read and written once) | resize / bound |")
     print("|---|---|---|---|")
-    for name, (t, _) in sorted(rows.items()):
+    for name, (t, _, _) in sorted(rows.items()):
         if not name.startswith("Resize/pil/"):
             continue
         bound = rows.get(name.replace("Resize/pil/", "Resize/bound/"))
@@ -194,6 +224,7 @@ def main():
     print(f"Features {' '.join(machine['isa_features'])}; oneDNN resolved `{isa}`; caps "
           f"ONEDNN_MAX_CPU_ISA={os.environ.get('ONEDNN_MAX_CPU_ISA', '')!r} "
           f"PATCHFUSE_MAX_CPU_ISA={os.environ.get('PATCHFUSE_MAX_CPU_ISA', '')!r}; {d['tool']}.\n")
+    precision_choice(bench, overhead, a.model)
     cold_start(bench, a.model)
     frame_gemm(overhead)
     preprocessing_share(bench, a.model, a.runs, "avx512f" in machine["isa_features"])
