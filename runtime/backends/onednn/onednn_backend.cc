@@ -516,8 +516,7 @@ bool supports(Precision p, bool fused, std::string* why) {
 
 // bf16 halves the rows' and weights' bytes, but at K = 588 or 1176 the product is bound by the
 // multiply-adds, so bf16 is worth computing in only where they are faster than f32's: on AMX, and
-// on AMD's AVX512-BF16 (a vdpbf16ps does twice an FMA's multiply-adds at its rate: the bf16
-// session ran 1.97x as fast as f32 on Zen 5). Intel's AVX512-BF16 cores without AMX issue
+// on AMD's AVX512-BF16 (the bf16 session ran 1.97x as fast as f32 on Zen 5). Intel's AVX512-BF16 cores without AMX issue
 // vdpbf16ps at half the FMA's rate (43 against 88 multiply-adds a ns on a Sapphire Rapids-class
 // Xeon whose AMX the VM hides: MultiplyAddRate in patchfuse-overhead-bench), where the bf16
 // session ran at 0.52-0.56x f32's speed (docs/performance.md). Cooper Lake is taken to be alike,
