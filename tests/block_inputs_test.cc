@@ -279,7 +279,9 @@ TEST(BlockInputsErrors, SizeQueriesAndRefusalsOfLargeGridsAllocateNothing) {
       << pf_last_error();
   EXPECT_EQ(pf_session_block_input(s->get(), "no_such_input", &large, &byte, 1), PF_INVALID_ARGUMENT);
   getrusage(RUSAGE_SELF, &after);
-  if (!testing::kSanitized) EXPECT_LT(after.ru_maxrss - before.ru_maxrss, 64 * 1024) << "KiB of peak resident set";
+  if (!testing::kSanitized) {
+    EXPECT_LT(after.ru_maxrss - before.ru_maxrss, 64 * 1024) << "KiB of peak resident set";
+  }
 }
 
 TEST(BlockInputsConfig, FieldsAreChecked) {

@@ -8,11 +8,15 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cstdlib>
+#include <iterator>
 #include <random>
 #include <string>
 #include <vector>
 
 #include "runtime/frames/resize.h"
+#include "runtime/frames/resize_tables.h"
 
 namespace patchfuse {
 namespace {
@@ -57,6 +61,7 @@ TEST_P(FrameKernels, EachLevelRunsItsNamedForms) {
   const char* rows = vbmi ? "avx512_vbmi" : "avx2";
   EXPECT_EQ(form().resize.block, level >= SimdLevel::kAvx512 ? 16u : 8u);
   EXPECT_EQ(form().resize.window, vbmi ? 16u : 4u);
+  EXPECT_EQ(form().resize.quads, level >= SimdLevel::kAvx512Vnni) << "VNNI's vpdpbusd takes quads";
   EXPECT_STREQ(form().planes.name, rows);
   EXPECT_EQ(form().gather.rgb_u8 != nullptr, vbmi);
   EXPECT_EQ(form().gather.rgb_f32 != nullptr, vbmi);
@@ -208,6 +213,95 @@ TEST_P(FrameKernels, ResizesAreThePortableResizes) {
   }
   if (GetParam() != SimdLevel::kBaseline) {
     EXPECT_EQ(vector_runs, 5 * 5 * 7) << "every case ran the vector form";
+  }
+}
+
+// Coefficients the Resizer may hand a vector pass (|k| < 2^23, resize.cc) beyond what Pillow's
+// normalized filters make: per output one extreme tap, among them the first whose quad digits do
+// not fit (k = 8355712: the passes must leave it to exact code), the rest random with random
+// signs, |k| summing to 2^23 at most so that every sum fits int32 as Pillow's do.
+std::vector<int32_t> extreme_taps(size_t outputs, size_t taps, const std::vector<int32_t>& counts, uint32_t seed) {
+  static constexpr int32_t kExtremes[] = {(1 << 23) - 1, -(1 << 23), 8355712, 1 << 22, 5};
+  std::mt19937 rng(seed);
+  std::vector<int32_t> k(outputs * taps, 0);
+  for (size_t o = 0; o < outputs; ++o) {
+    const auto count = static_cast<size_t>(counts[o]);
+    const size_t at = rng() % count;
+    const int32_t e = kExtremes[rng() % std::size(kExtremes)];
+    int64_t budget = (int64_t{1} << 23) - std::abs(int64_t{e});
+    for (size_t i = 0; i < count; ++i) {
+      if (i == at) continue;
+      const auto v = static_cast<int32_t>(budget > 0 ? static_cast<int64_t>(rng() % static_cast<uint64_t>(budget / 2 + 1)) : 0);
+      budget -= v;
+      k[o * taps + i] = rng() % 2 ? v : -v;
+    }
+    k[o * taps + at] = e;
+  }
+  return k;
+}
+
+// The vertical pass straight, against the portable one: 1 to 64 taps (whole quads and pairs, and
+// not), rows of 1 to 200 values (whole 64-value steps and tails), extreme coefficients.
+TEST_P(FrameKernels, VerticalPassTakesEveryCoefficientTheResizerPasses) {
+  if (GetParam() == SimdLevel::kBaseline) GTEST_SKIP() << "the portable form has no vertical kernel";
+  for (const int32_t count : {1, 2, 3, 4, 5, 7, 8, 9, 16, 17, 33, 64}) {
+    for (const size_t n : {size_t{1}, size_t{63}, size_t{64}, size_t{65}, size_t{200}}) {
+      for (uint32_t trial = 0; trial < 6; ++trial) {
+        const auto seed = static_cast<uint32_t>(count * 1000 + n * 10 + trial);
+        const auto pixels = random_bytes(static_cast<size_t>(count) * n, seed);
+        std::vector<const uint8_t*> rows;
+        for (int32_t i = 0; i < count; ++i) rows.push_back(pixels.data() + static_cast<size_t>(i) * n);
+        const auto k = extreme_taps(1, static_cast<size_t>(count), {count}, seed);
+        std::vector<uint8_t> got(n + 64, 0xA5), want(n + 64, 0xA5);  // and a guard
+        form().resize.vertical(rows.data(), k.data(), count, n, got.data());
+        pil_vertical_from_portable(rows.data(), k.data(), count, 0, n, want.data());
+        ASSERT_EQ(got, want) << count << " taps, " << n << " values, trial " << trial;
+      }
+    }
+  }
+}
+
+// The horizontal passes (one row, and two where the form has them) straight from their tables,
+// against the 8-tap portable loop: 1 to 8 taps an output at consecutive and spread positions,
+// blocks and a tail, extreme coefficients (a block whose digits do not fit runs the exact loop).
+TEST_P(FrameKernels, HorizontalPassTakesEveryCoefficientTheResizerPasses) {
+  if (GetParam() == SimdLevel::kBaseline) GTEST_SKIP() << "the portable form has no horizontal kernel";
+  const ResizeForm& f = form().resize;
+  const size_t outputs = 5 * f.block + 3;
+  for (const size_t taps : {1u, 2u, 3u, 4u, 5u, 8u}) {
+    for (const size_t step : {1u, 2u}) {
+      for (uint32_t trial = 0; trial < 4; ++trial) {
+        const auto seed = static_cast<uint32_t>(taps * 100 + step * 10 + trial);
+        AxisFilter h;
+        h.taps = taps;
+        h.first.resize(outputs);
+        h.count.resize(outputs);
+        std::mt19937 rng(seed);
+        for (size_t c = 0; c < outputs; ++c) {
+          h.first[c] = static_cast<int32_t>(c * step);
+          h.count[c] = static_cast<int32_t>(c % 3 == 0 ? taps : 1 + rng() % taps);
+        }
+        h.fixed = extreme_taps(outputs, taps, h.count, seed);
+        std::vector<int32_t> k8(outputs * kPilKernelTaps, 0);
+        for (size_t c = 0; c < outputs; ++c) std::copy_n(&h.fixed[c * taps], taps, &k8[c * kPilKernelTaps]);
+        TapTables tables;
+        build_tap_tables(h, 0, outputs, f, tables);
+        const size_t stride = outputs * step + kPilKernelTaps + kPlaneSlack;
+        const auto planes = random_bytes(6 * stride, seed);
+        SCOPED_TRACE(testing::Message() << taps << " taps, step " << step << ", trial " << trial);
+        std::vector<uint8_t> want(3 * outputs + 64, 0xA5), want2(want.size(), 0xA5);  // and a guard
+        pil_horizontal_k8_portable(planes.data(), stride, h.first.data(), k8.data(), 0, outputs, want.data());
+        pil_horizontal_k8_portable(planes.data() + 3 * stride, stride, h.first.data(), k8.data(), 0, outputs, want2.data());
+        std::vector<uint8_t> got(want.size(), 0xA5), got2(want.size(), 0xA5);
+        f.horizontal(planes.data(), stride, tables.view(), h.first.data(), k8.data(), 0, outputs, got.data());
+        ASSERT_EQ(got, want);
+        if (f.horizontal2 == nullptr) continue;
+        std::fill(got.begin(), got.end(), 0xA5);
+        f.horizontal2(planes.data(), stride, tables.view(), h.first.data(), k8.data(), 0, outputs, got.data(), got2.data());
+        ASSERT_EQ(got, want) << "two rows: the first";
+        ASSERT_EQ(got2, want2) << "two rows: the second";
+      }
+    }
   }
 }
 

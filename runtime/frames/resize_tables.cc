@@ -42,13 +42,9 @@ void build_tap_tables(const AxisFilter& h, size_t c0, size_t c1, const ResizeFor
         }
         const size_t group = b * t.groups + i / 4;
         t.quad_index[group * 16 * lanes + 4 * j + i % 4] = at;
-        int32_t rest = k;
-        for (size_t digit = 0; digit < 3; ++digit) {
-          const int32_t d = digit < 2 ? ((rest + 128) & 255) - 128 : rest;  // -128..127, the last one checked
-          if (d < -128 || d > 127) t.ok[b] = 0;
-          t.digits[(3 * group + digit) * 16 * lanes + 4 * j + i % 4] = static_cast<int8_t>(d);
-          rest = (rest - d) / 256;
-        }
+        int8_t d[3];
+        if (!pil_digits(k, d)) t.ok[b] = 0;
+        for (size_t digit = 0; digit < 3; ++digit) t.digits[(3 * group + digit) * 16 * lanes + 4 * j + i % 4] = d[digit];
       }
       if (quads && t.ok[b]) {
         if (128 * std::abs(sum) >= (int64_t{1} << 30)) t.ok[b] = 0;

@@ -39,7 +39,7 @@ struct TapTables {
 
 // The horizontal kernels' tables (TapTables) for columns [c0, c1) of axis h in `form`'s layout:
 // `block` outputs a block (8 for the AVX2 and NEON kernels, 16 for the AVX-512 ones) in lanes of
-// 4, as pairs or, for the dot-product kernel, quads, each index counted from the first pixel of
+// 4, as pairs or, for the dot-product kernels, quads, each index counted from the first pixel of
 // its window (the `window` outputs that share one load: a lane's 16 bytes, or VBMI's 64). Output
 // j's taps go to bytes 4j.. of its block: pairs put the two pixels of a pair at 4j and 4j + 2 as
 // int16 (index 0x80 between: pshufb and tbl write a zero; the VBMI kernel masks those bytes),

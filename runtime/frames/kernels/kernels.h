@@ -42,15 +42,28 @@ static inline uint8_t pil_clip8(int32_t v) {
   return static_cast<uint8_t>(v < 0 ? 0 : v > 255 ? 255 : v);
 }
 
+// A coefficient as the quads' three signed bytes, k = d[0] + 256 * d[1] + 65536 * d[2] (d[0] and
+// d[1] in -128..127, the rest in d[2]): false where d[2] does not fit a byte (|k| near 2^23).
+static inline bool pil_digits(int32_t k, int8_t (&d)[3]) {
+  for (int i = 0; i < 2; ++i) {
+    const int32_t di = ((k + 128) & 255) - 128;
+    d[i] = static_cast<int8_t>(di);
+    k = (k - di) / 256;
+  }
+  d[2] = static_cast<int8_t>(k);
+  return k >= -128 && k <= 127;
+}
+
 // The horizontal kernels' tables (built by resize_tables.cc from the Resizer's coefficients), as
 // plain pointers: per block of `block` outputs in lanes of 4, in one of two forms.
 //  - pairs (AVX2, AVX-512, NEON): per pair of taps the byte shuffle (pshufb, tbl; vpermb with
 //    VBMI) that places each output's two pixels as int16, and the pair's coefficients split as
 //    k = 256 * hi + lo (hi signed, lo 0..255) so int16 multiply-adds are exact;
-//  - quads (NEON with ARMv8.2's dot product): per group of 4 taps the tbl indices that place each
-//    output's 4 pixels in its int32 lane, and the coefficients as three signed bytes,
-//    k = d0 + 256 * d1 + 65536 * d2, which sdot multiplies by the pixels less 128; per output,
-//    128 * (its coefficients' sum) puts the 128 back.
+//  - quads (NEON with ARMv8.2's dot product, x86's AVX512-VNNI): per group of 4 taps the tbl
+//    (vpshufb, vpermb) indices that place each output's 4 pixels in its int32 lane, and the
+//    coefficients as three signed bytes, k = d0 + 256 * d1 + 65536 * d2 (pil_digits). vpdpbusd
+//    multiplies the pixels as they are (unsigned); sdot, signed only, the pixels less 128, and
+//    per output 128 * (its coefficients' sum), the bias, puts the 128 back.
 struct TapTablesView {
   size_t block = 8;                      // outputs a block: 8 (AVX2, NEON) or 16 (AVX-512)
   const uint8_t* ok = nullptr;           // per block: its windows fit the kernel
@@ -61,7 +74,7 @@ struct TapTablesView {
   size_t groups = 0;
   const uint8_t* quad_index = nullptr;   // per block and group: 4 tbl indices an output
   const int8_t* digits = nullptr;        // per block, group and digit (d0, d1, d2): 4 bytes an output
-  const int32_t* bias = nullptr;         // per output of a block: 128 * its coefficients' sum
+  const int32_t* bias = nullptr;         // per output of a block: 128 * its coefficients' sum (sdot)
 };
 
 // The rows' function types; the entry points below are declared with them, so each signature is
@@ -118,7 +131,7 @@ struct ResizeForm {
   const char* name;
   size_t block;   // TapTablesView.block
   size_t window;  // outputs that share one source window of 4 bytes an output: 4 (a 16-byte lane) or 16 (vpermb's 64)
-  bool quads;     // TapTablesView's form: quads (sdot) or pairs
+  bool quads;     // TapTablesView's form: quads (sdot, vpdpbusd) or pairs
   PilHorizontalFn horizontal;
   PilVerticalFn vertical;
   PilHorizontal2Fn horizontal2 = nullptr;  // two rows a call, where the form has it (the Resizer pairs rows)
@@ -163,9 +176,9 @@ EmitRows<uint16_t> emit_rows_bf16_portable;
 EmitRows<uint8_t> emit_rows_u8_portable;
 // x86-64 (declared everywhere; only dispatch.cc names them, under its architecture's #if).
 PilHorizontalK8 pil_horizontal_k8_avx2;
-PilHorizontal pil_horizontal_pairs_avx2, pil_horizontal_pairs_avx512, pil_horizontal_pairs_avx512_vnni,
-    pil_horizontal_pairs_avx512_vbmi;
-PilHorizontal2 pil_horizontal2_pairs_avx512, pil_horizontal2_pairs_avx512_vnni, pil_horizontal2_pairs_avx512_vbmi;
+PilHorizontal pil_horizontal_pairs_avx2, pil_horizontal_pairs_avx512, pil_horizontal_quads_avx512_vnni,
+    pil_horizontal_quads_avx512_vbmi;
+PilHorizontal2 pil_horizontal2_pairs_avx512, pil_horizontal2_quads_avx512_vnni, pil_horizontal2_quads_avx512_vbmi;
 PilVertical pil_vertical_avx2, pil_vertical_avx512, pil_vertical_avx512_vnni;
 Split split_rgb_avx2, split_rgba_avx2, split_rgb_avx512_vbmi, split_rgba_avx512_vbmi;
 EmitRows<float> emit_rows_f32_avx2;

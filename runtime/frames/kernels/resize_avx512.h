@@ -1,9 +1,15 @@
-// The pil passes on 512-bit vectors (AVX-512 F, BW and VL): twice the outputs per instruction,
-// the same integer sums, so the same bytes. Written once over a multiply-add Madd (MaddAdd, or
-// MaddAddVnni where the including file is compiled with VNNI) and, for the horizontal pass, a
-// Window that loads a block's source pixels and places each pair's (LaneWindows here; VBMI's
-// BlockWindow in resize_avx512_vbmi.cc). resize_avx512{,_vnni,_vbmi}.cc instantiate them with
-// their own flags.
+// What the pil passes on 512-bit vectors (AVX-512 F, BW and VL) share: twice the outputs per
+// instruction of AVX2's, the same integer sums, so the same bytes. Two ways to the sums
+// (kernels.h's TapTablesView):
+//  - pairs over vpmaddwd + add: plain AVX-512 (resize_avx512.cc);
+//  - with VNNI, quads over vpdpbusd (here): 4 taps' unsigned pixels times a coefficient's signed
+//    byte in one instruction, three digits a coefficient. Where pairs take 2 placements (vpermb,
+//    vpshufb) and 4 multiply-adds for 4 taps, quads take 1 and 3, and the pixels need no widening
+//    to int16: on a Xeon (Sapphire Rapids core) the 720p resize took 0.89x the time of pairs over
+//    VNNI's vpdpwssd (docs/performance.md).
+// The horizontal pass takes a Window that loads a block's source pixels and places each pair's or
+// quad's (LaneWindows here; VBMI's BlockWindow in resize_avx512_vbmi.cc).
+// resize_avx512{,_vnni,_vbmi}.cc instantiate them with their own flags.
 #pragma once
 
 #include <immintrin.h>
@@ -14,17 +20,9 @@
 namespace patchfuse {
 namespace {
 
-struct MaddAdd {
-  static __m512i apply(__m512i acc, __m512i a, __m512i b) { return _mm512_add_epi32(acc, _mm512_madd_epi16(a, b)); }
-};
-#if defined(__AVX512VNNI__)
-struct MaddAddVnni {  // vpdpwssd: madd + add in one instruction
-  static __m512i apply(__m512i acc, __m512i a, __m512i b) { return _mm512_dpwssd_epi32(acc, a, b); }
-};
-#endif
-
 // Four 16-byte loads a channel, one a lane of 4 outputs from its first pixel, placed by vpshufb
-// (its 0x80 indices write the int16s' zero high bytes). TapTables' window 4.
+// (its 0x80 indices write the pairs' int16 zero high bytes, and zeros where quads have no tap).
+// TapTables' window 4.
 struct LaneWindows {
   static __m512i load(const uint8_t* p, const int32_t* first, size_t x) {
     const auto at = [&](size_t i) { return _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + first[x + i])); };
@@ -36,24 +34,16 @@ struct LaneWindows {
   static __m512i place(__m512i w, __m512i index) { return _mm512_shuffle_epi8(w, index); }
 };
 
-// The low halves' accumulators start at Pillow's rounding half (rounding16), which saves an add a sum.
-__m512i rounding16() { return _mm512_set1_epi32(1 << (kPilPrecisionBits - 1)); }
-__m512i shift8x16(__m512i hi, __m512i lo_rounded) {  // 16 sums (hi * 256 + lo + half) >> 22
-  return _mm512_srai_epi32(_mm512_add_epi32(_mm512_slli_epi32(hi, 8), lo_rounded), kPilPrecisionBits);
-}
-
 // pil_horizontal_pairs_avx2 with four lanes of 4 outputs: 16 outputs a block (TapTablesView.block 16),
 // of kRows source rows at once (row r's planes from planes + 3 * r * stride on, written to dst[r]):
 // two rows share each block's table loads and loop, and give the core two independent chains.
-// Madd::apply(acc, a, b): acc + the int16 pairs' multiply-adds of a and b. Window::load(p, first,
-// x): the pixels of block x's window(s) in channel plane p; Window::place(w, index): a pair's two
-// pixels an output as int16s.
-// kPairs: t.pairs as a constant, or 0 (with_pairs).
-template <class Madd, class Window, int32_t kPairs, size_t kRows>
-void horizontal_pairs_n(const uint8_t* planes, size_t stride, const TapTablesView& t, const int32_t* first,
-                        const int32_t* k8, size_t c0, size_t c1, uint8_t* const* dst) {
+// Window::load(p, first, x): the pixels of block x's window(s) in channel plane p; Sums::run(t,
+// b, w, v): per plane, block b's 16 rounded, shifted sums (Pillow's (sum + 2^21) >> 22 before the
+// clamp) from those windows w (QuadSums here, resize_avx512.cc's PairSums).
+template <class Sums, class Window, size_t kRows>
+void horizontal_blocks(const uint8_t* planes, size_t stride, const TapTablesView& t, const int32_t* first,
+                       const int32_t* k8, size_t c0, size_t c1, uint8_t* const* dst) {
   constexpr size_t kPlanes = 3 * kRows;
-  const size_t pairs = kPairs > 0 ? kPairs : t.pairs;
   const __m512i interleave =
       _mm512_broadcast_i32x4(_mm_setr_epi8(0, 4, 8, 1, 5, 9, 2, 6, 10, 3, 7, 11, -1, -1, -1, -1));
   // Each lane's 12 RGB bytes are its first three dwords: these put the 48 bytes together.
@@ -67,29 +57,13 @@ void horizontal_pairs_n(const uint8_t* planes, size_t stride, const TapTablesVie
       }
       continue;
     }
-    const uint8_t* idx = &t.index[b * pairs * 64];
-    const int16_t* kh = &t.hi[b * pairs * 32];
-    const int16_t* kl = &t.lo[b * pairs * 32];
-    __m512i w[kPlanes], hi[kPlanes], lo[kPlanes];
-    for (size_t ch = 0; ch < kPlanes; ++ch) {
-      w[ch] = Window::load(planes + ch * stride, first, x);
-      hi[ch] = _mm512_setzero_si512();
-      lo[ch] = rounding16();
-    }
-    for (size_t i = 0; i < pairs; ++i) {
-      const __m512i ix = _mm512_loadu_si512(idx + 64 * i), h = _mm512_loadu_si512(kh + 32 * i),
-                    l = _mm512_loadu_si512(kl + 32 * i);
-      for (size_t ch = 0; ch < kPlanes; ++ch) {
-        const __m512i px = Window::place(w[ch], ix);
-        hi[ch] = Madd::apply(hi[ch], px, h);
-        lo[ch] = Madd::apply(lo[ch], px, l);
-      }
-    }
+    __m512i w[kPlanes], v[kPlanes];
+    for (size_t ch = 0; ch < kPlanes; ++ch) w[ch] = Window::load(planes + ch * stride, first, x);
+    Sums::run(t, b, w, v);
     for (size_t r = 0; r < kRows; ++r) {
       const size_t c = 3 * r;
       const __m512i bytes = _mm512_shuffle_epi8(
-          _mm512_packus_epi16(_mm512_packus_epi32(shift8x16(hi[c], lo[c]), shift8x16(hi[c + 1], lo[c + 1])),
-                              _mm512_packus_epi32(shift8x16(hi[c + 2], lo[c + 2]), _mm512_setzero_si512())),
+          _mm512_packus_epi16(_mm512_packus_epi32(v[c], v[c + 1]), _mm512_packus_epi32(v[c + 2], _mm512_setzero_si512())),
           interleave);
       // 48 bytes: a whole 64-byte store where the next block overwrites the rest (masked stores
       // cost more, notably on AMD), a masked one for the last.
@@ -107,50 +81,10 @@ void horizontal_pairs_n(const uint8_t* planes, size_t stride, const TapTablesVie
   }
 }
 
-// One source row (PilHorizontal) or two (PilHorizontal2).
-template <class Madd, class Window, size_t kRows>
-void horizontal_pairs_avx512(const uint8_t* planes, size_t stride, const TapTablesView& t, const int32_t* first,
-                             const int32_t* k8, size_t c0, size_t c1, uint8_t* const* dst) {
-  with_pairs(t.pairs, [&](auto p) {
-    horizontal_pairs_n<Madd, Window, decltype(p)::value, kRows>(planes, stride, t, first, k8, c0, c1, dst);
-  });
-}
-
-// The vertical pass on 64 values at a time: two rows' 64 bytes interleaved (a, b) byte by byte,
-// then with zeros, give per 128-bit lane the int16 pairs of values 0-3, 4-7, 8-11 and 12-15, and
-// the in-lane packs at the end put them back in order. (Widening each row to int16 first took a
-// cross-lane vpmovzxbw a row and twice the loads.) The last, shorter step masks its loads and
-// store. kPairs: rp.pairs as a constant, or 0 (with_pairs).
-template <class Madd, int32_t kPairs>
-void vertical_n(const RowPairs& rp, size_t n, uint8_t* out) {
-  const int32_t pairs = kPairs > 0 ? kPairs : rp.pairs;
-  const uint8_t* const* r = rp.rows;
-  __m512i kh[RowPairs::kMax], kl[RowPairs::kMax];
-  for (int32_t i = 0; i < pairs; ++i) {
-    kh[i] = _mm512_set1_epi32(rp.hi[i]);
-    kl[i] = _mm512_set1_epi32(rp.lo[i]);
-  }
-  const __m512i zero = _mm512_setzero_si512();
-  const auto step = [&](size_t x, __mmask64 mask) {
-    __m512i hi[4], lo[4];
-    for (size_t q = 0; q < 4; ++q) {
-      hi[q] = zero;
-      lo[q] = rounding16();
-    }
-    for (int32_t i = 0; i < pairs; ++i) {
-      const __m512i a = _mm512_maskz_loadu_epi8(mask, r[2 * i] + x), b = _mm512_maskz_loadu_epi8(mask, r[2 * i + 1] + x);
-      const __m512i ab_lo = _mm512_unpacklo_epi8(a, b), ab_hi = _mm512_unpackhi_epi8(a, b);
-      const __m512i px[4] = {_mm512_unpacklo_epi8(ab_lo, zero), _mm512_unpackhi_epi8(ab_lo, zero),
-                             _mm512_unpacklo_epi8(ab_hi, zero), _mm512_unpackhi_epi8(ab_hi, zero)};
-      for (size_t q = 0; q < 4; ++q) {
-        hi[q] = Madd::apply(hi[q], px[q], kh[i]);
-        lo[q] = Madd::apply(lo[q], px[q], kl[i]);
-      }
-    }
-    // Saturating packs: int32 -> uint16 -> uint8, the clamp to 0..255 (exact, as in the AVX2 pass).
-    return _mm512_packus_epi16(_mm512_packus_epi32(shift8x16(hi[0], lo[0]), shift8x16(hi[1], lo[1])),
-                               _mm512_packus_epi32(shift8x16(hi[2], lo[2]), shift8x16(hi[3], lo[3])));
-  };
+// The vertical passes' 64 values at a time: step(x, mask) gives values x.. of the row, its loads
+// masked; the last, shorter step masks its loads and store.
+template <class Step>
+void vertical_steps(size_t n, uint8_t* out, Step step) {
   size_t x = 0;
   for (; x + 64 <= n; x += 64) _mm512_storeu_si512(out + x, step(x, ~__mmask64{0}));
   if (x < n) {
@@ -159,12 +93,116 @@ void vertical_n(const RowPairs& rp, size_t n, uint8_t* out) {
   }
 }
 
-template <class Madd>
-void vertical_avx512(const uint8_t* const* rows, const int32_t* k, int32_t count, size_t n,
-                     uint8_t* out) {
-  const RowPairs rp(rows, k, count);
-  with_pairs(static_cast<size_t>(rp.pairs), [&](auto p) { vertical_n<Madd, decltype(p)::value>(rp, n, out); });
+#if defined(__AVX512VNNI__)
+// Quads' sums digit by digit, most significant first: acc = ((S2 * 256 + S1) * 256 + S0) over the
+// digits' sums S2, S1, S0 is the exact sum (int32 wraps on the way, but the sum fits), and Pillow's
+// rounding half enters as 2^5, which the two shifts by 8 make 2^21. Three shifts a vector, as
+// pairs take. acc starts at the half.
+__m512i digits_half() { return _mm512_set1_epi32(1 << (kPilPrecisionBits - 1 - 16)); }
+__m512i after_digit(__m512i acc, int digit) {
+  return digit > 0 ? _mm512_slli_epi32(acc, 8) : _mm512_srai_epi32(acc, kPilPrecisionBits);
 }
+
+// A block's sums as quads (horizontal_blocks' Sums): one placement a group of 4 taps, three vpdpbusd.
+// kGroups: t.groups (1 or 2: kPilKernelTaps is 8).
+template <class Window, size_t kGroups>
+struct QuadSums {
+  template <size_t kPlanes>
+  static void run(const TapTablesView& t, size_t b, const __m512i (&w)[kPlanes], __m512i (&out)[kPlanes]) {
+    __m512i px[kGroups][kPlanes];
+    for (size_t g = 0; g < kGroups; ++g) {
+      const __m512i ix = _mm512_loadu_si512(&t.quad_index[(b * kGroups + g) * 64]);
+      for (size_t ch = 0; ch < kPlanes; ++ch) px[g][ch] = Window::place(w[ch], ix);
+    }
+    for (size_t ch = 0; ch < kPlanes; ++ch) out[ch] = digits_half();
+    for (int digit = 2; digit >= 0; --digit) {
+      for (size_t g = 0; g < kGroups; ++g) {
+        const __m512i d = _mm512_loadu_si512(&t.digits[(3 * (b * kGroups + g) + static_cast<size_t>(digit)) * 64]);
+        for (size_t ch = 0; ch < kPlanes; ++ch) out[ch] = _mm512_dpbusd_epi32(out[ch], px[g][ch], d);
+      }
+      for (size_t ch = 0; ch < kPlanes; ++ch) out[ch] = after_digit(out[ch], digit);
+    }
+  }
+};
+#endif
+
+#if defined(__AVX512VNNI__)
+template <class Window, size_t kRows>
+void horizontal_quads_avx512(const uint8_t* planes, size_t stride, const TapTablesView& t, const int32_t* first,
+                             const int32_t* k8, size_t c0, size_t c1, uint8_t* const* dst) {
+  static_assert(kPilKernelTaps == 8, "tables exist for at most 8 taps: 1 or 2 groups");
+  if (t.groups == 1) return horizontal_blocks<QuadSums<Window, 1>, Window, kRows>(planes, stride, t, first, k8, c0, c1, dst);
+  horizontal_blocks<QuadSums<Window, 2>, Window, kRows>(planes, stride, t, first, k8, c0, c1, dst);
+}
+#endif
+#if defined(__AVX512VNNI__)
+// The vertical kernel's quads of taps: each quad's four rows (the last quad repeats the last row
+// with k = 0) and its coefficients' digits (pil_digits), the four rows' bytes in one dword a digit.
+// fits: every coefficient's digits fit (else the row runs the portable pass).
+struct RowQuads {
+  static constexpr int32_t kMax = 16;  // the kernels take up to 64 taps
+  int32_t quads;
+  bool fits = true;
+  const uint8_t* rows[4 * kMax];
+  int32_t digits[kMax][3];
+  RowQuads(const uint8_t* const* r, const int32_t* k, int32_t count) : quads((count + 3) / 4) {
+    for (int32_t i = 0; i < 4 * quads; ++i) rows[i] = r[(i < count ? i : count - 1)];
+    for (int32_t q = 0; q < quads; ++q) {
+      uint32_t packed[3] = {0, 0, 0};
+      for (int32_t i = 0; i < 4; ++i) {
+        int8_t d[3];
+        fits &= pil_digits(4 * q + i < count ? k[4 * q + i] : 0, d);
+        for (int j = 0; j < 3; ++j) packed[j] |= uint32_t{static_cast<uint8_t>(d[j])} << (8 * i);
+      }
+      for (int j = 0; j < 3; ++j) digits[q][j] = static_cast<int32_t>(packed[j]);
+    }
+  }
+};
+
+// vertical_n over quads: four rows' 64 bytes interleaved byte by byte (a, b and c, e), then the
+// two pairs int16 by int16, give per 128-bit lane the byte quads of values 0-3, 4-7, 8-11 and
+// 12-15 (no widening), which the in-lane packs put back in order. kQuads: rq.quads as a constant,
+// or 0.
+template <int32_t kQuads>
+void vertical_quads_n(const RowQuads& rq, size_t n, uint8_t* out) {
+  const int32_t quads = kQuads > 0 ? kQuads : rq.quads;
+  const uint8_t* const* r = rq.rows;
+  __m512i digit[RowQuads::kMax][3];
+  for (int32_t i = 0; i < quads; ++i) {
+    for (int j = 0; j < 3; ++j) digit[i][j] = _mm512_set1_epi32(rq.digits[i][j]);
+  }
+  const auto step = [&](size_t x, __mmask64 mask) {
+    __m512i px[RowQuads::kMax][4];
+    for (int32_t i = 0; i < quads; ++i) {
+      const auto row = [&](int32_t j) { return _mm512_maskz_loadu_epi8(mask, r[4 * i + j] + x); };
+      const __m512i a = row(0), b = row(1), c = row(2), e = row(3);
+      const __m512i ab_lo = _mm512_unpacklo_epi8(a, b), ab_hi = _mm512_unpackhi_epi8(a, b);
+      const __m512i ce_lo = _mm512_unpacklo_epi8(c, e), ce_hi = _mm512_unpackhi_epi8(c, e);
+      px[i][0] = _mm512_unpacklo_epi16(ab_lo, ce_lo);
+      px[i][1] = _mm512_unpackhi_epi16(ab_lo, ce_lo);
+      px[i][2] = _mm512_unpacklo_epi16(ab_hi, ce_hi);
+      px[i][3] = _mm512_unpackhi_epi16(ab_hi, ce_hi);
+    }
+    __m512i acc[4];
+    for (size_t q = 0; q < 4; ++q) acc[q] = digits_half();
+    for (int j = 2; j >= 0; --j) {
+      for (size_t q = 0; q < 4; ++q) {
+        for (int32_t i = 0; i < quads; ++i) acc[q] = _mm512_dpbusd_epi32(acc[q], px[i][q], digit[i][j]);
+        acc[q] = after_digit(acc[q], j);
+      }
+    }
+    return _mm512_packus_epi16(_mm512_packus_epi32(acc[0], acc[1]), _mm512_packus_epi32(acc[2], acc[3]));
+  };
+  vertical_steps(n, out, step);
+}
+
+// (Unused in resize_avx512_vbmi.cc, whose level runs the VNNI level's.)
+[[maybe_unused]] void vertical_quads_avx512(const uint8_t* const* rows, const int32_t* k, int32_t count, size_t n, uint8_t* out) {
+  const RowQuads rq(rows, k, count);
+  if (!rq.fits) return pil_vertical_from_portable(rows, k, count, 0, n, out);
+  with_pairs(static_cast<size_t>(rq.quads), [&](auto q) { vertical_quads_n<decltype(q)::value>(rq, n, out); });
+}
+#endif
 
 }  // namespace
 }  // namespace patchfuse

@@ -26,8 +26,8 @@ struct RowPairs {
   }
 };
 
-// The kernels' loops over pairs of taps run with the count as a constant where it is small, so
-// that they unroll and keep the coefficients and accumulators in registers: with_pairs calls
+// The kernels' loops over pairs (or quads) of taps run with the count as a constant where it is
+// small, so that they unroll and keep the coefficients and accumulators in registers: with_pairs calls
 // f(Pairs<P>{}) for counts P = 1 to 4 (upscales, and downscales to 1.5x bicubic or 2x bilinear),
 // f(Pairs<0>{}) for any other count, whose loop reads it at run time.
 template <int32_t P>
