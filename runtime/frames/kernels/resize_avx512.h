@@ -5,8 +5,8 @@
 //  - with VNNI, quads over vpdpbusd (here): 4 taps' unsigned pixels times a coefficient's signed
 //    byte in one instruction, three digits a coefficient. Where pairs take 2 placements (vpermb,
 //    vpshufb) and 4 multiply-adds for 4 taps, quads take 1 and 3, and the pixels need no widening
-//    to int16: on a Xeon (Sapphire Rapids core) the 720p resize took 0.89x the time of pairs over
-//    VNNI's vpdpwssd (docs/performance.md).
+//    to int16: on a Xeon (Sapphire Rapids core) the 720p resize took about 0.9x the time of pairs
+//    over VNNI's vpdpwssd (docs/performance.md).
 // The horizontal pass takes a Window that loads a block's source pixels and places each pair's or
 // quad's (LaneWindows here; VBMI's BlockWindow in resize_avx512_vbmi.cc).
 // resize_avx512{,_vnni,_vbmi}.cc instantiate them with their own flags.
