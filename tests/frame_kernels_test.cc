@@ -62,6 +62,7 @@ TEST_P(FrameKernels, EachLevelRunsItsNamedForms) {
   EXPECT_EQ(form().resize.block, level >= SimdLevel::kAvx512 ? 16u : 8u);
   EXPECT_EQ(form().resize.window, vbmi ? 16u : 4u);
   EXPECT_EQ(form().resize.quads, level >= SimdLevel::kAvx512Vnni) << "VNNI's vpdpbusd takes quads";
+  EXPECT_EQ(form().resize.wide != nullptr, level >= SimdLevel::kAvx512Vnni) << "and windows of 9 to 64 taps";
   EXPECT_STREQ(form().planes.name, rows);
   EXPECT_EQ(form().gather.rgb_u8 != nullptr, vbmi);
   EXPECT_EQ(form().gather.rgb_f32 != nullptr, vbmi);
@@ -70,6 +71,7 @@ TEST_P(FrameKernels, EachLevelRunsItsNamedForms) {
   const char* rows = "neon";
   EXPECT_EQ(form().resize.block, 8u);
   EXPECT_EQ(form().resize.quads, level == SimdLevel::kNeonDotprod);
+  EXPECT_EQ(form().resize.wide, nullptr);
   EXPECT_STREQ(form().planes.name, rows);
 #endif
   EXPECT_STREQ(form().gather.name, rows);
@@ -240,6 +242,22 @@ std::vector<int32_t> extreme_taps(size_t outputs, size_t taps, const std::vector
   return k;
 }
 
+// A horizontal axis of `outputs` windows `step` pixels apart, every third of `taps` taps and the
+// others of 1 to taps, with extreme_taps' coefficients.
+AxisFilter extreme_axis(size_t outputs, size_t taps, size_t step, uint32_t seed) {
+  AxisFilter h;
+  h.taps = taps;
+  h.first.resize(outputs);
+  h.count.resize(outputs);
+  std::mt19937 rng(seed);
+  for (size_t c = 0; c < outputs; ++c) {
+    h.first[c] = static_cast<int32_t>(c * step);
+    h.count[c] = static_cast<int32_t>(c % 3 == 0 ? taps : 1 + rng() % taps);
+  }
+  h.fixed = extreme_taps(outputs, taps, h.count, seed);
+  return h;
+}
+
 // The vertical pass straight, against the portable one: 1 to 64 taps (whole quads and pairs, and
 // not), rows of 1 to 200 values (whole 64-value steps and tails), extreme coefficients.
 TEST_P(FrameKernels, VerticalPassTakesEveryCoefficientTheResizerPasses) {
@@ -272,16 +290,7 @@ TEST_P(FrameKernels, HorizontalPassTakesEveryCoefficientTheResizerPasses) {
     for (const size_t step : {1u, 2u}) {
       for (uint32_t trial = 0; trial < 4; ++trial) {
         const auto seed = static_cast<uint32_t>(taps * 100 + step * 10 + trial);
-        AxisFilter h;
-        h.taps = taps;
-        h.first.resize(outputs);
-        h.count.resize(outputs);
-        std::mt19937 rng(seed);
-        for (size_t c = 0; c < outputs; ++c) {
-          h.first[c] = static_cast<int32_t>(c * step);
-          h.count[c] = static_cast<int32_t>(c % 3 == 0 ? taps : 1 + rng() % taps);
-        }
-        h.fixed = extreme_taps(outputs, taps, h.count, seed);
+        const AxisFilter h = extreme_axis(outputs, taps, step, seed);
         std::vector<int32_t> k8(outputs * kPilKernelTaps, 0);
         for (size_t c = 0; c < outputs; ++c) std::copy_n(&h.fixed[c * taps], taps, &k8[c * kPilKernelTaps]);
         TapTables tables;
@@ -301,6 +310,43 @@ TEST_P(FrameKernels, HorizontalPassTakesEveryCoefficientTheResizerPasses) {
         ASSERT_EQ(got, want) << "two rows: the first";
         ASSERT_EQ(got2, want2) << "two rows: the second";
       }
+    }
+  }
+}
+
+// The wide horizontal pass (windows of 9 to 64 taps, forms that have it) straight from its tables,
+// against Pillow's sum computed here output by output: 1 to 4 chunks of 16 taps, full and clipped
+// windows, widths with a partial last block, extreme coefficients whose digits fit. The tables
+// refuse a filter with one coefficient whose top digit does not fit (8355712), and take 8355711.
+TEST_P(FrameKernels, WidePassTakesEveryCoefficientItsTablesTake) {
+  const ResizeForm& f = form().resize;
+  if (f.wide == nullptr) GTEST_SKIP() << simd_level_name(GetParam()) << " has no wide horizontal pass";
+  for (const size_t taps : {9u, 16u, 17u, 33u, 64u}) {
+    for (const size_t outputs : {1u, 16u, 21u, 22u, 37u}) {
+      const auto seed = static_cast<uint32_t>(taps * 100 + outputs);
+      AxisFilter h = extreme_axis(outputs, taps, 3, seed);
+      for (int32_t& k : h.fixed) k = std::min(k, 8355711);  // every top digit fits
+      SCOPED_TRACE(testing::Message() << taps << " taps, " << outputs << " outputs");
+      WideTables tables;
+      ASSERT_TRUE(build_wide_tables(h, 0, outputs, tables));
+      const size_t stride = 3 * outputs + taps + kPlaneSlack;
+      const auto planes = random_bytes(3 * stride, seed);
+      std::vector<uint8_t> got(3 * outputs + 64, 0xA5), want(got.size(), 0xA5);  // and a guard
+      for (size_t c = 0; c < outputs; ++c) {
+        for (size_t ch = 0; ch < 3; ++ch) {
+          int32_t sum = 1 << (kPilPrecisionBits - 1);
+          for (size_t i = 0; i < static_cast<size_t>(h.count[c]); ++i) {
+            sum += planes[ch * stride + static_cast<size_t>(h.first[c]) + i] * h.fixed[c * taps + i];
+          }
+          want[3 * c + ch] = pil_clip8(sum);
+        }
+      }
+      f.wide(planes.data(), stride, tables.view(), outputs, got.data());
+      ASSERT_EQ(got, want);
+      h.fixed[0] = 8355712;
+      EXPECT_FALSE(build_wide_tables(h, 0, outputs, tables)) << "a top digit of 128";
+      h.fixed[0] = 8355711;
+      EXPECT_TRUE(build_wide_tables(h, 0, outputs, tables));
     }
   }
 }

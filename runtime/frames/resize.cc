@@ -244,6 +244,9 @@ Result<Resizer> Resizer::create(const ResizeSpec& s, const FrameKernels& kernels
     }
     build_tap_tables(r.h_, r.col_begin_, r.col_end_, form, r.tap_tables_);
   }
+  if (simd && r.need_h_ && form.wide != nullptr && build_wide_tables(r.h_, r.col_begin_, r.col_end_, r.wide_tables_)) {
+    r.wide_ = form.wide;
+  }
   return r;
 }
 
@@ -254,7 +257,8 @@ size_t Resizer::scratch_bytes(const ImageView& image) const {
   const size_t elem = spec_.semantics == ResizeSemantics::kPil ? 1 : sizeof(float);
   const size_t rows = horizontal2_ ? 2 : 1;
   return align16(rgb_row_scratch_bytes(image)) + align16(ring_slots() * sizeof(int64_t)) +
-         align16(ring_slots() * values * elem) + align16(values * 4) + (h8_.empty() ? 0 : plane_stride() * 3 * rows);
+         align16(ring_slots() * values * elem) + align16(values * 4) +
+         (h8_.empty() && wide_ == nullptr ? 0 : plane_stride() * 3 * rows);
 }
 
 void Resizer::run(const ImageView& image, size_t row_begin, size_t row_end, uint8_t* scratch, uint8_t* out) const {
@@ -278,6 +282,11 @@ void Resizer::run(const ImageView& image, size_t row_begin, size_t row_end, uint
     if (!h8_.empty()) {  // need_h_: the planes straight from the source row
       planes_row(image, j, rgb_scratch, planes, plane_stride(), planes_);
       horizontal_(planes, plane_stride(), tables, h_.first.data(), h8_.data(), c0, c1, dst);
+      return;
+    }
+    if (wide_ != nullptr) {
+      planes_row(image, j, rgb_scratch, planes, plane_stride(), planes_);
+      wide_(planes, plane_stride(), wide_tables_.view(), c1 - c0, dst);
       return;
     }
     const uint8_t* src = rgb_row(image, j, rgb_scratch);

@@ -74,8 +74,10 @@ class Resizer {
   PilHorizontalFn horizontal_ = nullptr;
   PilHorizontal2Fn horizontal2_ = nullptr;  // where the form has it, ring rows are filled two at a time
   PilVerticalFn vertical_ = nullptr;
+  PilHorizontalWideFn wide_ = nullptr;      // windows of 9 to 64 taps, where the form has them
+  WideTables wide_tables_;
   PlanesForm planes_ = frame_kernels(SimdLevel::kBaseline).planes;  // planes_row's splits
-  std::vector<int32_t> h8_;   // the horizontal kernels' coefficients, 8 per output; empty: the scalar pass
+  std::vector<int32_t> h8_;   // the horizontal kernels' coefficients, 8 per output; empty: wide_ or the scalar pass
   TapTables tap_tables_;
   size_t plane_stride() const { return spec_.src_w + kPlaneSlack; }  // a source plane and its over-read slack
   // The ring of horizontally resampled rows: a vertical window's taps and one more, so that a row

@@ -54,4 +54,25 @@ void build_tap_tables(const AxisFilter& h, size_t c0, size_t c1, const ResizeFor
   }
 }
 
+bool build_wide_tables(const AxisFilter& h, size_t c0, size_t c1, WideTables& t) {
+  const auto taps = static_cast<size_t>(*std::max_element(h.count.begin(), h.count.end()));
+  if (taps <= kPilKernelTaps || taps > 64 || c1 <= c0) return false;
+  const size_t n = c1 - c0, blocks = (n + 15) / 16, chunks = (taps + 15) / 16;
+  t.chunks = chunks;
+  t.first.assign(16 * blocks, h.first[c1 - 1]);  // the padding: the last output's pixels, zero digits
+  t.digits.assign(blocks * 4 * chunks * 3 * 64, 0);
+  for (size_t o = 0; o < n; ++o) {
+    const size_t c = c0 + o, b = o / 16, lane = o % 16 / 4, q = o % 4;
+    t.first[o] = h.first[c];
+    for (size_t i = 0; i < static_cast<size_t>(h.count[c]); ++i) {
+      int8_t d[3];
+      if (!pil_digits(h.fixed[c * h.taps + i], d)) return false;
+      for (size_t digit = 0; digit < 3; ++digit) {
+        t.digits[(((4 * b + q) * chunks + i / 16) * 3 + digit) * 64 + 16 * lane + i % 16] = d[digit];
+      }
+    }
+  }
+  return true;
+}
+
 }  // namespace patchfuse

@@ -52,4 +52,15 @@ struct TapTables {
 // pairs; quads need -128 <= d2 <= 127 and |128 * sum| < 2^30, which normalized filters meet).
 void build_tap_tables(const AxisFilter& h, size_t c0, size_t c1, const ResizeForm& form, TapTables& t);
 
+// The wide kernel's tables (WideTablesView documents them), owned.
+struct WideTables {
+  size_t chunks = 0;
+  std::vector<int32_t> first;
+  std::vector<int8_t> digits;
+  WideTablesView view() const { return {chunks, first.data(), digits.data()}; }
+};
+// WideTables for columns [c0, c1) of axis h, whose windows have 9 to 64 taps: false (the scalar
+// pass) where they have fewer or more, or a coefficient's digits do not fit (pil_digits).
+bool build_wide_tables(const AxisFilter& h, size_t c0, size_t c1, WideTables& t);
+
 }  // namespace patchfuse

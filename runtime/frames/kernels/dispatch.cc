@@ -22,18 +22,19 @@ constexpr FrameKernels kAvx512{
     SimdLevel::kAvx512,
     {"avx512", 16, 4, false, pil_horizontal_pairs_avx512, pil_vertical_avx512, pil_horizontal2_pairs_avx512},
     kAvx2Planes, kAvx2Gather};
-// VNNI's vpdpbusd takes the taps as quads.
+// VNNI's vpdpbusd takes the taps as quads, and windows wider than 8 taps (downscales beyond
+// about 2x: a camera frame to SigLIP's 384 or CLIP's 224) one output at a time.
 constexpr FrameKernels kAvx512Vnni{
     SimdLevel::kAvx512Vnni,
     {"avx512_vnni", 16, 4, true, pil_horizontal_quads_avx512_vnni, pil_vertical_avx512_vnni,
-     pil_horizontal2_quads_avx512_vnni},
+     pil_horizontal2_quads_avx512_vnni, pil_horizontal_wide_avx512_vnni},
     kAvx2Planes, kAvx2Gather};
 // VBMI changes the horizontal pass's loads (one 64-byte window a channel, placed by vpermb), the
 // plane splits, and gathers rows straight from RGB rows (a vpermb a patch row, no planes).
 constexpr FrameKernels kAvx512Vbmi{
     SimdLevel::kAvx512Vbmi,
     {"avx512_vbmi", 16, 16, true, pil_horizontal_quads_avx512_vbmi, pil_vertical_avx512_vnni,
-     pil_horizontal2_quads_avx512_vbmi},
+     pil_horizontal2_quads_avx512_vbmi, pil_horizontal_wide_avx512_vnni},
     {"avx512_vbmi", split_rgb_avx512_vbmi, split_rgba_avx512_vbmi},
     {"avx512_vbmi", emit_rows_f32_avx2, emit_rows_bf16_avx2, emit_rgb_rows_f32_avx512_vbmi,
      emit_rgb_rows_bf16_avx512_vbmi, emit_rgb_rows_u8_avx512_vbmi}};

@@ -77,6 +77,17 @@ struct TapTablesView {
   const int32_t* bias = nullptr;         // per output of a block: 128 * its coefficients' sum (sdot)
 };
 
+// The wide horizontal kernel's tables (resize_tables.cc's WideTables): windows of 9 to 64 taps, too
+// wide for a block's shared window, each output over its own. Outputs come in blocks of 16, the
+// last padded (its extra outputs repeat the last's first pixel with zero coefficients); per
+// output its first source pixel, and per block, group q (outputs 4L + q of the block for lanes L =
+// 0..3), chunk of 16 taps and digit (d0, d1, d2: pil_digits) the four outputs' 16 digit bytes.
+struct WideTablesView {
+  size_t chunks = 0;                // 16 taps each: 1 to 4
+  const int32_t* first = nullptr;   // per output (padded)
+  const int8_t* digits = nullptr;   // per block, group, chunk and digit: 64 bytes
+};
+
 // The rows' function types; the entry points below are declared with them, so each signature is
 // written once.
 // The pil horizontal pass over outputs [c0, c1) of a source row given as R, G, B planes `stride`
@@ -88,6 +99,9 @@ using PilHorizontal = void(const uint8_t* planes, size_t stride, const TapTables
 // 3 * stride on), written to dst0 and dst1: each block's tables serve both.
 using PilHorizontal2 = void(const uint8_t* planes, size_t stride, const TapTablesView& t, const int32_t* first,
                             const int32_t* k8, size_t c0, size_t c1, uint8_t* dst0, uint8_t* dst1);
+// Outputs [0, n) of the kept columns over windows of 9 to 64 taps (WideTablesView), the planes as
+// for PilHorizontal (kPlaneSlack covers a window's last chunk).
+using PilHorizontalWide = void(const uint8_t* planes, size_t stride, const WideTablesView& t, size_t n, uint8_t* dst);
 // The same without tables, 8 taps an output, one output at a time: a form's tail, and its blocks
 // whose windows do not fit a vector.
 using PilHorizontalK8 = void(const uint8_t* planes, size_t stride, const int32_t* first, const int32_t* k8, size_t c0,
@@ -117,6 +131,7 @@ template <class T>
 using EmitRgbRows = void(const RgbMergeRow& row, T* out);
 using PilHorizontalFn = PilHorizontal*;
 using PilHorizontal2Fn = PilHorizontal2*;
+using PilHorizontalWideFn = PilHorizontalWide*;
 using PilVerticalFn = PilVertical*;
 using SplitFn = Split*;
 using EmitRowsF32Fn = EmitRows<float>*;
@@ -135,6 +150,7 @@ struct ResizeForm {
   PilHorizontalFn horizontal;
   PilVerticalFn vertical;
   PilHorizontal2Fn horizontal2 = nullptr;  // two rows a call, where the form has it (the Resizer pairs rows)
+  PilHorizontalWideFn wide = nullptr;      // windows of 9 to 64 taps, where the form has it
 };
 struct PlanesForm {
   const char* name;
@@ -180,6 +196,7 @@ PilHorizontal pil_horizontal_pairs_avx2, pil_horizontal_pairs_avx512, pil_horizo
     pil_horizontal_quads_avx512_vbmi;
 PilHorizontal2 pil_horizontal2_pairs_avx512, pil_horizontal2_quads_avx512_vnni, pil_horizontal2_quads_avx512_vbmi;
 PilVertical pil_vertical_avx2, pil_vertical_avx512, pil_vertical_avx512_vnni;
+PilHorizontalWide pil_horizontal_wide_avx512_vnni;
 Split split_rgb_avx2, split_rgba_avx2, split_rgb_avx512_vbmi, split_rgba_avx512_vbmi;
 EmitRows<float> emit_rows_f32_avx2;
 EmitRows<uint16_t> emit_rows_bf16_avx2;

@@ -34,6 +34,24 @@ struct LaneWindows {
   static __m512i place(__m512i w, __m512i index) { return _mm512_shuffle_epi8(w, index); }
 };
 
+// 16 outputs' channel sums (rounded and shifted, as int32) as 48 RGB bytes at d, clamped by the
+// saturating packs: a whole 64-byte store where a later block overwrites the rest (last = 0;
+// masked stores cost more, notably on AMD), else a masked store of the first `last` outputs.
+void store_rgb16(__m512i r, __m512i g, __m512i b, uint8_t* d, size_t last) {
+  const __m512i interleave =
+      _mm512_broadcast_i32x4(_mm_setr_epi8(0, 4, 8, 1, 5, 9, 2, 6, 10, 3, 7, 11, -1, -1, -1, -1));
+  // Each lane's 12 RGB bytes are its first three dwords: these put the 48 bytes together.
+  const __m512i compact = _mm512_setr_epi32(0, 1, 2, 4, 5, 6, 8, 9, 10, 12, 13, 14, 0, 0, 0, 0);
+  const __m512i bytes = _mm512_shuffle_epi8(
+      _mm512_packus_epi16(_mm512_packus_epi32(r, g), _mm512_packus_epi32(b, _mm512_setzero_si512())), interleave);
+  const __m512i rgb = _mm512_permutexvar_epi32(compact, bytes);
+  if (last == 0) {
+    _mm512_storeu_si512(d, rgb);
+  } else {
+    _mm512_mask_storeu_epi8(d, (__mmask64{1} << (3 * last)) - 1, rgb);
+  }
+}
+
 // pil_horizontal_pairs_avx2 with four lanes of 4 outputs: 16 outputs a block (TapTablesView.block 16),
 // of kRows source rows at once (row r's planes from planes + 3 * r * stride on, written to dst[r]):
 // two rows share each block's table loads and loop, and give the core two independent chains.
@@ -44,10 +62,6 @@ template <class Sums, class Window, size_t kRows>
 void horizontal_blocks(const uint8_t* planes, size_t stride, const TapTablesView& t, const int32_t* first,
                        const int32_t* k8, size_t c0, size_t c1, uint8_t* const* dst) {
   constexpr size_t kPlanes = 3 * kRows;
-  const __m512i interleave =
-      _mm512_broadcast_i32x4(_mm_setr_epi8(0, 4, 8, 1, 5, 9, 2, 6, 10, 3, 7, 11, -1, -1, -1, -1));
-  // Each lane's 12 RGB bytes are its first three dwords: these put the 48 bytes together.
-  const __m512i compact = _mm512_setr_epi32(0, 1, 2, 4, 5, 6, 8, 9, 10, 12, 13, 14, 0, 0, 0, 0);
   const size_t blocks = (c1 - c0) / 16;
   for (size_t b = 0; b < blocks; ++b) {
     const size_t x = c0 + 16 * b;
@@ -62,18 +76,7 @@ void horizontal_blocks(const uint8_t* planes, size_t stride, const TapTablesView
     Sums::run(t, b, w, v);
     for (size_t r = 0; r < kRows; ++r) {
       const size_t c = 3 * r;
-      const __m512i bytes = _mm512_shuffle_epi8(
-          _mm512_packus_epi16(_mm512_packus_epi32(v[c], v[c + 1]), _mm512_packus_epi32(v[c + 2], _mm512_setzero_si512())),
-          interleave);
-      // 48 bytes: a whole 64-byte store where the next block overwrites the rest (masked stores
-      // cost more, notably on AMD), a masked one for the last.
-      const __m512i rgb = _mm512_permutexvar_epi32(compact, bytes);
-      uint8_t* d = dst[r] + (x - c0) * 3;
-      if (b + 1 < blocks) {
-        _mm512_storeu_si512(d, rgb);
-      } else {
-        _mm512_mask_storeu_epi32(d, 0x0FFF, rgb);
-      }
+      store_rgb16(v[c], v[c + 1], v[c + 2], dst[r] + (x - c0) * 3, b + 1 < blocks ? 0 : 16);
     }
   }
   for (size_t r = 0; r < kRows; ++r) {
@@ -133,6 +136,66 @@ void horizontal_quads_avx512(const uint8_t* planes, size_t stride, const TapTabl
   static_assert(kPilKernelTaps == 8, "tables exist for at most 8 taps: 1 or 2 groups");
   if (t.groups == 1) return horizontal_blocks<QuadSums<Window, 1>, Window, kRows>(planes, stride, t, first, k8, c0, c1, dst);
   horizontal_blocks<QuadSums<Window, 2>, Window, kRows>(planes, stride, t, first, k8, c0, c1, dst);
+}
+
+// The wide pass (WideTablesView), 16 outputs a block: per channel four vectors, group q's lane L
+// holding output 4L + q's window, 16 taps a chunk (each lane its own 16-byte load), and its sums
+// digit by digit as QuadSums does, Pillow's half in one dword a lane so that each output gets it
+// once. The four dwords of a lane are then added across the four vectors with two rounds of
+// unpacks, which leaves lane L with outputs 4L .. 4L + 3: the block in order. kChunks: t.chunks.
+template <size_t kChunks>
+void horizontal_wide_n(const uint8_t* planes, size_t stride, const WideTablesView& t, size_t n, uint8_t* dst) {
+  const __m512i half = _mm512_maskz_mov_epi32(0x1111, digits_half());
+  const size_t blocks = (n + 15) / 16;
+  for (size_t b = 0; b < blocks; ++b) {
+    const int32_t* first = &t.first[16 * b];
+    __m512i acc[3][4];  // per channel and group
+    for (size_t q = 0; q < 4; ++q) {
+      __m512i w[3][kChunks];
+      for (size_t ch = 0; ch < 3; ++ch) {
+        const uint8_t* p = planes + ch * stride;
+        for (size_t g = 0; g < kChunks; ++g) {
+          const auto at = [&](size_t lane) {
+            return _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + first[4 * lane + q] + 16 * g));
+          };
+          w[ch][g] = _mm512_inserti32x4(
+              _mm512_inserti32x4(_mm512_inserti32x4(_mm512_castsi128_si512(at(0)), at(1), 1), at(2), 2), at(3), 3);
+        }
+        acc[ch][q] = half;
+      }
+      const int8_t* d = &t.digits[(4 * b + q) * kChunks * 3 * 64];
+      for (int digit = 2; digit >= 0; --digit) {
+        for (size_t g = 0; g < kChunks; ++g) {  // one load of the digits serves the three channels
+          const __m512i dg = _mm512_loadu_si512(d + (3 * g + static_cast<size_t>(digit)) * 64);
+          for (size_t ch = 0; ch < 3; ++ch) acc[ch][q] = _mm512_dpbusd_epi32(acc[ch][q], w[ch][g], dg);
+        }
+        for (size_t ch = 0; ch < 3; ++ch) {
+          if (digit > 0) acc[ch][q] = _mm512_slli_epi32(acc[ch][q], 8);
+        }
+      }
+    }
+    __m512i v[3];
+    for (size_t ch = 0; ch < 3; ++ch) {
+      const __m512i* a = acc[ch];
+      const __m512i s01 = _mm512_add_epi32(_mm512_unpacklo_epi32(a[0], a[1]), _mm512_unpackhi_epi32(a[0], a[1]));
+      const __m512i s23 = _mm512_add_epi32(_mm512_unpacklo_epi32(a[2], a[3]), _mm512_unpackhi_epi32(a[2], a[3]));
+      v[ch] = _mm512_srai_epi32(_mm512_add_epi32(_mm512_unpacklo_epi64(s01, s23), _mm512_unpackhi_epi64(s01, s23)),
+                                kPilPrecisionBits);
+    }
+    const size_t left = n - 16 * b;  // a whole store where at least 16 bytes (6 outputs) follow
+    store_rgb16(v[0], v[1], v[2], dst + 48 * b, left >= 16 + 6 ? 0 : left < 16 ? left : 16);
+  }
+}
+
+// (Unused in resize_avx512_vbmi.cc, whose level runs the VNNI level's.)
+[[maybe_unused]] void horizontal_wide_avx512(const uint8_t* planes, size_t stride, const WideTablesView& t, size_t n,
+                                             uint8_t* dst) {
+  switch (t.chunks) {
+    case 1: return horizontal_wide_n<1>(planes, stride, t, n, dst);
+    case 2: return horizontal_wide_n<2>(planes, stride, t, n, dst);
+    case 3: return horizontal_wide_n<3>(planes, stride, t, n, dst);
+    default: return horizontal_wide_n<4>(planes, stride, t, n, dst);
+  }
 }
 #endif
 #if defined(__AVX512VNNI__)

@@ -16,6 +16,11 @@ void pil_horizontal2_quads_avx512_vnni(const uint8_t* planes, size_t stride, con
   horizontal_quads_avx512<LaneWindows, 2>(planes, stride, t, first, k8, c0, c1, rows);
 }
 
+void pil_horizontal_wide_avx512_vnni(const uint8_t* planes, size_t stride, const WideTablesView& t, size_t n,
+                                     uint8_t* dst) {
+  horizontal_wide_avx512(planes, stride, t, n, dst);
+}
+
 void pil_vertical_avx512_vnni(const uint8_t* const* rows, const int32_t* k, int32_t count, size_t n, uint8_t* out) {
   vertical_quads_avx512(rows, k, count, n, out);
 }
