@@ -54,19 +54,27 @@ void build_tap_tables(const AxisFilter& h, size_t c0, size_t c1, const ResizeFor
   }
 }
 
-bool build_wide_tables(const AxisFilter& h, size_t c0, size_t c1, WideTables& t) {
+bool build_wide_tables(const AxisFilter& h, size_t c0, size_t c1, bool quads, WideTables& t) {
   const auto taps = static_cast<size_t>(*std::max_element(h.count.begin(), h.count.end()));
   if (taps <= kPilKernelTaps || taps > 64 || c1 <= c0) return false;
   const size_t n = c1 - c0, blocks = (n + 15) / 16, chunks = (taps + 15) / 16;
   t.chunks = chunks;
   t.first.assign(16 * blocks, h.first[c1 - 1]);  // the padding: the last output's pixels, zero digits
-  t.digits.assign(blocks * 4 * chunks * 3 * 64, 0);
+  t.digits.assign(quads ? blocks * 4 * chunks * 3 * 64 : 0, 0);
+  t.halves.assign(quads ? 0 : 16 * blocks * chunks * 32, 0);
   for (size_t o = 0; o < n; ++o) {
     const size_t c = c0 + o, b = o / 16, lane = o % 16 / 4, q = o % 4;
     t.first[o] = h.first[c];
     for (size_t i = 0; i < static_cast<size_t>(h.count[c]); ++i) {
+      const int32_t k = h.fixed[c * h.taps + i];
+      if (!quads) {
+        int16_t* halves = &t.halves[(o * chunks + i / 16) * 32];
+        halves[i % 16] = static_cast<int16_t>(k >> 8);
+        halves[16 + i % 16] = static_cast<int16_t>(k & 255);
+        continue;
+      }
       int8_t d[3];
-      if (!pil_digits(h.fixed[c * h.taps + i], d)) return false;
+      if (!pil_digits(k, d)) return false;
       for (size_t digit = 0; digit < 3; ++digit) {
         t.digits[(((4 * b + q) * chunks + i / 16) * 3 + digit) * 64 + 16 * lane + i % 16] = d[digit];
       }

@@ -14,13 +14,15 @@ constexpr FrameKernels kBaseline{SimdLevel::kBaseline, kPortableResize, kPortabl
 #if defined(__x86_64__)
 constexpr PlanesForm kAvx2Planes{"avx2", split_rgb_avx2, split_rgba_avx2};
 constexpr GatherForm kAvx2Gather{"avx2", emit_rows_f32_avx2, emit_rows_bf16_avx2};
-constexpr FrameKernels kAvx2{SimdLevel::kAvx2, {"avx2", 8, 4, false, pil_horizontal_pairs_avx2, pil_vertical_avx2},
-                             kAvx2Planes, kAvx2Gather};
+constexpr FrameKernels kAvx2{
+    SimdLevel::kAvx2, {"avx2", 8, 4, false, pil_horizontal_pairs_avx2, pil_vertical_avx2, nullptr, pil_horizontal_wide_avx2},
+    kAvx2Planes, kAvx2Gather};
 // AVX-512 adds resize forms (with 32 registers, a horizontal pass on two rows at once), and with
 // VBMI a plane split (vpermb); the gather rows from planes are bound by their loads.
 constexpr FrameKernels kAvx512{
     SimdLevel::kAvx512,
-    {"avx512", 16, 4, false, pil_horizontal_pairs_avx512, pil_vertical_avx512, pil_horizontal2_pairs_avx512},
+    {"avx512", 16, 4, false, pil_horizontal_pairs_avx512, pil_vertical_avx512, pil_horizontal2_pairs_avx512,
+     pil_horizontal_wide_avx2},
     kAvx2Planes, kAvx2Gather};
 // VNNI's vpdpbusd takes the taps as quads, and windows wider than 8 taps (downscales beyond
 // about 2x: a camera frame to SigLIP's 384 or CLIP's 224) one output at a time.

@@ -77,15 +77,19 @@ struct TapTablesView {
   const int32_t* bias = nullptr;         // per output of a block: 128 * its coefficients' sum (sdot)
 };
 
-// The wide horizontal kernel's tables (resize_tables.cc's WideTables): windows of 9 to 64 taps, too
-// wide for a block's shared window, each output over its own. Outputs come in blocks of 16, the
-// last padded (its extra outputs repeat the last's first pixel with zero coefficients); per
-// output its first source pixel, and per block, group q (outputs 4L + q of the block for lanes L =
-// 0..3), chunk of 16 taps and digit (d0, d1, d2: pil_digits) the four outputs' 16 digit bytes.
+// The wide horizontal kernels' tables (resize_tables.cc's WideTables): windows of 9 to 64 taps,
+// too wide for a block's shared window, each output over its own, in chunks of 16 taps. Outputs
+// come in blocks of 16, the last padded (its extra outputs repeat the last's first pixel with zero
+// coefficients); per output its first source pixel, and in one of two forms (ResizeForm.quads):
+//  - quads (VNNI): per block, group q (outputs 4L + q of the block for lanes L = 0..3), chunk and
+//    digit (d0, d1, d2: pil_digits) the four outputs' 16 digit bytes;
+//  - pairs (AVX2): per output and chunk its 16 coefficients' high halves, then their low halves
+//    (k = 256 * hi + lo, as TapTablesView's pairs).
 struct WideTablesView {
   size_t chunks = 0;                // 16 taps each: 1 to 4
   const int32_t* first = nullptr;   // per output (padded)
-  const int8_t* digits = nullptr;   // per block, group, chunk and digit: 64 bytes
+  const int8_t* digits = nullptr;   // quads: per block, group, chunk and digit: 64 bytes
+  const int16_t* halves = nullptr;  // pairs: per output and chunk: 32 int16
 };
 
 // The rows' function types; the entry points below are declared with them, so each signature is
@@ -196,7 +200,7 @@ PilHorizontal pil_horizontal_pairs_avx2, pil_horizontal_pairs_avx512, pil_horizo
     pil_horizontal_quads_avx512_vbmi;
 PilHorizontal2 pil_horizontal2_pairs_avx512, pil_horizontal2_quads_avx512_vnni, pil_horizontal2_quads_avx512_vbmi;
 PilVertical pil_vertical_avx2, pil_vertical_avx512, pil_vertical_avx512_vnni;
-PilHorizontalWide pil_horizontal_wide_avx512_vnni;
+PilHorizontalWide pil_horizontal_wide_avx2, pil_horizontal_wide_avx512_vnni;
 Split split_rgb_avx2, split_rgba_avx2, split_rgb_avx512_vbmi, split_rgba_avx512_vbmi;
 EmitRows<float> emit_rows_f32_avx2;
 EmitRows<uint16_t> emit_rows_bf16_avx2;

@@ -61,6 +61,20 @@ void pil_horizontal_k8_avx2(const uint8_t* planes, size_t stride, const int32_t*
 
 namespace {
 
+// 8 outputs' channel sums (rounded and shifted, as int32) as 24 RGB bytes at d, clamped by the
+// saturating packs. Per lane: R0..3 G0..3 B0..3 as bytes, then interleaved to 12 RGB bytes.
+void store_rgb8(__m256i r, __m256i g, __m256i b, uint8_t* d) {
+  const __m256i interleave = _mm256_broadcastsi128_si256(_mm_setr_epi8(0, 4, 8, 1, 5, 9, 2, 6, 10, 3, 7, 11, -1, -1, -1, -1));
+  const __m256i bytes = _mm256_shuffle_epi8(
+      _mm256_packus_epi16(_mm256_packus_epi32(r, g), _mm256_packus_epi32(b, _mm256_setzero_si256())), interleave);
+  const __m128i bl = _mm256_castsi256_si128(bytes), bh = _mm256_extracti128_si256(bytes, 1);
+  _mm_storel_epi64(reinterpret_cast<__m128i*>(d), bl);
+  const int32_t lo_last = _mm_extract_epi32(bl, 2), hi_last = _mm_extract_epi32(bh, 2);
+  std::memcpy(d + 8, &lo_last, 4);
+  _mm_storel_epi64(reinterpret_cast<__m128i*>(d + 12), bh);
+  std::memcpy(d + 20, &hi_last, 4);
+}
+
 // The same pass two taps at a time, 8 outputs of each channel per block: each 128-bit lane holds 16
 // plane bytes from its 4 outputs' first tap on; per pair of taps one byte shuffle gives the 4
 // outputs' two pixels as int16, and two int16 multiply-adds (madd) with the coefficients' high and
@@ -71,7 +85,6 @@ template <int32_t kPairs>
 void horizontal_pairs_n(const uint8_t* planes, size_t stride, const TapTablesView& t, const int32_t* first,
                         const int32_t* k8, size_t c0, size_t c1, uint8_t* dst) {
   const size_t pairs = kPairs > 0 ? kPairs : t.pairs;
-  const __m256i interleave = _mm256_broadcastsi128_si256(_mm_setr_epi8(0, 4, 8, 1, 5, 9, 2, 6, 10, 3, 7, 11, -1, -1, -1, -1));
   const size_t blocks = (c1 - c0) / 8;
   for (size_t b = 0; b < blocks; ++b) {
     const size_t x = c0 + 8 * b;
@@ -100,17 +113,7 @@ void horizontal_pairs_n(const uint8_t* planes, size_t stride, const TapTablesVie
         lo[ch] = _mm256_add_epi32(lo[ch], _mm256_madd_epi16(px, l));
       }
     }
-    // Per lane: R0..3 G0..3 B0..3 as bytes, then interleaved to 12 RGB bytes.
-    const __m256i bytes = _mm256_shuffle_epi8(
-        _mm256_packus_epi16(_mm256_packus_epi32(shift8x8(hi[0], lo[0]), shift8x8(hi[1], lo[1])),
-                            _mm256_packus_epi32(shift8x8(hi[2], lo[2]), _mm256_setzero_si256())),
-        interleave);
-    const __m128i bl = _mm256_castsi256_si128(bytes), bh = _mm256_extracti128_si256(bytes, 1);
-    _mm_storel_epi64(reinterpret_cast<__m128i*>(d), bl);
-    const int32_t lo_last = _mm_extract_epi32(bl, 2), hi_last = _mm_extract_epi32(bh, 2);
-    std::memcpy(d + 8, &lo_last, 4);
-    _mm_storel_epi64(reinterpret_cast<__m128i*>(d + 12), bh);
-    std::memcpy(d + 20, &hi_last, 4);
+    store_rgb8(shift8x8(hi[0], lo[0]), shift8x8(hi[1], lo[1]), shift8x8(hi[2], lo[2]), d);
   }
   pil_horizontal_k8_avx2(planes, stride, first, k8, c0 + 8 * blocks, c1, dst + 8 * blocks * 3);
 }
@@ -155,7 +158,54 @@ size_t vertical_n(const RowPairs& rp, size_t n, uint8_t* out) {
   return x;
 }
 
+// The wide pass (WideTablesView's halves), 8 outputs a block: each output's window 16 taps a
+// chunk, widened to int16 in one vector and multiplied by its coefficients' halves (two madds, as
+// the pairs above), Pillow's half in one dword; the 8 outputs' vectors are then added across by
+// three rounds of hadd and one of lane swaps, which leaves them in order. kChunks: t.chunks.
+template <size_t kChunks>
+void horizontal_wide_n(const uint8_t* planes, size_t stride, const WideTablesView& t, size_t n, uint8_t* dst) {
+  const __m256i half = _mm256_setr_epi32(1 << (kPilPrecisionBits - 1), 0, 0, 0, 0, 0, 0, 0);
+  for (size_t x = 0; x < n; x += 8) {
+    __m256i v[3];
+    for (size_t ch = 0; ch < 3; ++ch) {
+      const uint8_t* p = planes + ch * stride;
+      __m256i s[8];
+      for (size_t o = 0; o < 8; ++o) {
+        s[o] = half;
+        for (size_t g = 0; g < kChunks; ++g) {
+          const __m256i px =
+              _mm256_cvtepu8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + t.first[x + o] + 16 * g)));
+          const int16_t* k = &t.halves[((x + o) * kChunks + g) * 32];
+          const __m256i hi = _mm256_madd_epi16(px, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(k)));
+          const __m256i lo = _mm256_madd_epi16(px, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(k + 16)));
+          s[o] = _mm256_add_epi32(s[o], _mm256_add_epi32(_mm256_slli_epi32(hi, 8), lo));
+        }
+      }
+      const __m256i s03 = _mm256_hadd_epi32(_mm256_hadd_epi32(s[0], s[1]), _mm256_hadd_epi32(s[2], s[3]));
+      const __m256i s47 = _mm256_hadd_epi32(_mm256_hadd_epi32(s[4], s[5]), _mm256_hadd_epi32(s[6], s[7]));
+      const __m256i sum = _mm256_add_epi32(_mm256_permute2x128_si256(s03, s47, 0x20), _mm256_permute2x128_si256(s03, s47, 0x31));
+      v[ch] = _mm256_srai_epi32(sum, kPilPrecisionBits);
+    }
+    if (x + 8 <= n) {
+      store_rgb8(v[0], v[1], v[2], dst + 3 * x);
+    } else {  // the padded last block: its real outputs only
+      uint8_t rgb[24];
+      store_rgb8(v[0], v[1], v[2], rgb);
+      std::memcpy(dst + 3 * x, rgb, 3 * (n - x));
+    }
+  }
+}
+
 }  // namespace
+
+void pil_horizontal_wide_avx2(const uint8_t* planes, size_t stride, const WideTablesView& t, size_t n, uint8_t* dst) {
+  switch (t.chunks) {
+    case 1: return horizontal_wide_n<1>(planes, stride, t, n, dst);
+    case 2: return horizontal_wide_n<2>(planes, stride, t, n, dst);
+    case 3: return horizontal_wide_n<3>(planes, stride, t, n, dst);
+    default: return horizontal_wide_n<4>(planes, stride, t, n, dst);
+  }
+}
 
 void pil_horizontal_pairs_avx2(const uint8_t* planes, size_t stride, const TapTablesView& t, const int32_t* first,
                                const int32_t* k8, size_t c0, size_t c1, uint8_t* dst) {
