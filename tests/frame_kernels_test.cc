@@ -62,7 +62,8 @@ TEST_P(FrameKernels, EachLevelRunsItsNamedForms) {
   EXPECT_EQ(form().resize.block, level >= SimdLevel::kAvx512 ? 16u : 8u);
   EXPECT_EQ(form().resize.window, vbmi ? 16u : 4u);
   EXPECT_EQ(form().resize.quads, level >= SimdLevel::kAvx512Vnni) << "VNNI's vpdpbusd takes quads";
-  EXPECT_NE(form().resize.wide, nullptr) << "windows of 9 to 64 taps";
+  EXPECT_NE(form().resize.wide.run, nullptr) << "windows of 9 to 64 taps";
+  EXPECT_EQ(form().resize.wide.quads, level >= SimdLevel::kAvx512Vnni);
   EXPECT_STREQ(form().planes.name, rows);
   EXPECT_EQ(form().gather.rgb_u8 != nullptr, vbmi);
   EXPECT_EQ(form().gather.rgb_f32 != nullptr, vbmi);
@@ -71,7 +72,8 @@ TEST_P(FrameKernels, EachLevelRunsItsNamedForms) {
   const char* rows = "neon";
   EXPECT_EQ(form().resize.block, 8u);
   EXPECT_EQ(form().resize.quads, level == SimdLevel::kNeonDotprod);
-  EXPECT_EQ(form().resize.wide, nullptr);
+  EXPECT_NE(form().resize.wide.run, nullptr) << "windows of 9 to 64 taps";
+  EXPECT_FALSE(form().resize.wide.quads) << "pairs: sdot's quads would need the pixels less 128";
   EXPECT_STREQ(form().planes.name, rows);
 #endif
   EXPECT_STREQ(form().gather.name, rows);
@@ -321,7 +323,7 @@ TEST_P(FrameKernels, HorizontalPassTakesEveryCoefficientTheResizerPasses) {
 // pair tables take both.
 TEST_P(FrameKernels, WidePassTakesEveryCoefficientItsTablesTake) {
   const ResizeForm& f = form().resize;
-  if (f.wide == nullptr) GTEST_SKIP() << simd_level_name(GetParam()) << " has no wide horizontal pass";
+  if (f.wide.run == nullptr) GTEST_SKIP() << simd_level_name(GetParam()) << " has no wide horizontal pass";
   for (const size_t taps : {9u, 16u, 17u, 33u, 64u}) {
     for (const size_t outputs : {1u, 16u, 21u, 22u, 37u}) {
       const auto seed = static_cast<uint32_t>(taps * 100 + outputs);
@@ -329,7 +331,7 @@ TEST_P(FrameKernels, WidePassTakesEveryCoefficientItsTablesTake) {
       for (int32_t& k : h.fixed) k = std::min(k, 8355711);  // every top digit fits
       SCOPED_TRACE(testing::Message() << taps << " taps, " << outputs << " outputs");
       WideTables tables;
-      ASSERT_TRUE(build_wide_tables(h, 0, outputs, f.quads, tables));
+      ASSERT_TRUE(build_wide_tables(h, 0, outputs, f.wide.quads, tables));
       const size_t stride = 3 * outputs + taps + kPlaneSlack;
       const auto planes = random_bytes(3 * stride, seed);
       std::vector<uint8_t> got(3 * outputs + 64, 0xA5), want(got.size(), 0xA5);  // and a guard
@@ -342,12 +344,12 @@ TEST_P(FrameKernels, WidePassTakesEveryCoefficientItsTablesTake) {
           want[3 * c + ch] = pil_clip8(sum);
         }
       }
-      f.wide(planes.data(), stride, tables.view(), outputs, got.data());
+      f.wide.run(planes.data(), stride, tables.view(), outputs, got.data());
       ASSERT_EQ(got, want);
       h.fixed[0] = 8355712;
-      EXPECT_EQ(build_wide_tables(h, 0, outputs, f.quads, tables), !f.quads) << "quads: a top digit of 128";
+      EXPECT_EQ(build_wide_tables(h, 0, outputs, f.wide.quads, tables), !f.wide.quads) << "quads: a top digit of 128";
       h.fixed[0] = 8355711;
-      EXPECT_TRUE(build_wide_tables(h, 0, outputs, f.quads, tables));
+      EXPECT_TRUE(build_wide_tables(h, 0, outputs, f.wide.quads, tables));
     }
   }
 }

@@ -83,7 +83,7 @@ struct TapTablesView {
 // coefficients); per output its first source pixel, and in one of two forms (ResizeForm.quads):
 //  - quads (VNNI): per block, group q (outputs 4L + q of the block for lanes L = 0..3), chunk and
 //    digit (d0, d1, d2: pil_digits) the four outputs' 16 digit bytes;
-//  - pairs (AVX2): per output and chunk its 16 coefficients' high halves, then their low halves
+//  - pairs (AVX2, NEON): per output and chunk its 16 coefficients' high halves, then their low halves
 //    (k = 256 * hi + lo, as TapTablesView's pairs).
 struct WideTablesView {
   size_t chunks = 0;                // 16 taps each: 1 to 4
@@ -144,6 +144,12 @@ using EmitRgbRowsF32Fn = EmitRgbRows<float>*;
 using EmitRgbRowsBf16Fn = EmitRgbRows<uint16_t>*;
 using EmitRgbRowsU8Fn = EmitRgbRows<uint8_t>*;
 
+// A form's pass for windows of 9 to 64 taps and its tables' form (WideTablesView): quads (VNNI's
+// vpdpbusd) or pairs.
+struct WidePass {
+  PilHorizontalWideFn run = nullptr;
+  bool quads = false;
+};
 // A form's name is the session's (pf_session_info.frame_kernels). The portable resize form has no
 // rows: the Resizer's own scalar passes (any tap count, on the interleaved row) are portable.
 struct ResizeForm {
@@ -154,7 +160,7 @@ struct ResizeForm {
   PilHorizontalFn horizontal;
   PilVerticalFn vertical;
   PilHorizontal2Fn horizontal2 = nullptr;  // two rows a call, where the form has it (the Resizer pairs rows)
-  PilHorizontalWideFn wide = nullptr;      // windows of 9 to 64 taps, where the form has it
+  WidePass wide = {};                      // windows of 9 to 64 taps, where the form has them
 };
 struct PlanesForm {
   const char* name;
@@ -209,6 +215,7 @@ EmitRgbRows<uint16_t> emit_rgb_rows_bf16_avx512_vbmi;
 EmitRgbRows<uint8_t> emit_rgb_rows_u8_avx512_vbmi;
 // ARM: aarch64 and armhf; the dot-product form on aarch64 only.
 PilHorizontal pil_horizontal_pairs_neon, pil_horizontal_dot_neon_dotprod;
+PilHorizontalWide pil_horizontal_wide_neon;
 PilVertical pil_vertical_neon;
 Split split_rgb_neon, split_rgba_neon;
 EmitRows<float> emit_rows_f32_neon;

@@ -162,7 +162,7 @@ size_t vertical_n(const RowPairs& rp, size_t n, uint8_t* out) {
 // chunk, widened to int16 in one vector and multiplied by its coefficients' halves (two madds, as
 // the pairs above), Pillow's half in one dword; the 8 outputs' vectors are then added across by
 // three rounds of hadd and one of lane swaps, which leaves them in order. kChunks: t.chunks.
-template <size_t kChunks>
+template <int32_t kChunks>
 void horizontal_wide_n(const uint8_t* planes, size_t stride, const WideTablesView& t, size_t n, uint8_t* dst) {
   const __m256i half = _mm256_setr_epi32(1 << (kPilPrecisionBits - 1), 0, 0, 0, 0, 0, 0, 0);
   for (size_t x = 0; x < n; x += 8) {
@@ -199,12 +199,7 @@ void horizontal_wide_n(const uint8_t* planes, size_t stride, const WideTablesVie
 }  // namespace
 
 void pil_horizontal_wide_avx2(const uint8_t* planes, size_t stride, const WideTablesView& t, size_t n, uint8_t* dst) {
-  switch (t.chunks) {
-    case 1: return horizontal_wide_n<1>(planes, stride, t, n, dst);
-    case 2: return horizontal_wide_n<2>(planes, stride, t, n, dst);
-    case 3: return horizontal_wide_n<3>(planes, stride, t, n, dst);
-    default: return horizontal_wide_n<4>(planes, stride, t, n, dst);
-  }
+  with_chunks(t.chunks, [&](auto c) { horizontal_wide_n<decltype(c)::value>(planes, stride, t, n, dst); });
 }
 
 void pil_horizontal_pairs_avx2(const uint8_t* planes, size_t stride, const TapTablesView& t, const int32_t* first,

@@ -143,7 +143,7 @@ void horizontal_quads_avx512(const uint8_t* planes, size_t stride, const TapTabl
 // digit by digit as QuadSums does, Pillow's half in one dword a lane so that each output gets it
 // once. The four dwords of a lane are then added across the four vectors with two rounds of
 // unpacks, which leaves lane L with outputs 4L .. 4L + 3: the block in order. kChunks: t.chunks.
-template <size_t kChunks>
+template <int32_t kChunks>
 void horizontal_wide_n(const uint8_t* planes, size_t stride, const WideTablesView& t, size_t n, uint8_t* dst) {
   const __m512i half = _mm512_maskz_mov_epi32(0x1111, digits_half());
   const size_t blocks = (n + 15) / 16;
@@ -190,12 +190,7 @@ void horizontal_wide_n(const uint8_t* planes, size_t stride, const WideTablesVie
 // (Unused in resize_avx512_vbmi.cc, whose level runs the VNNI level's.)
 [[maybe_unused]] void horizontal_wide_avx512(const uint8_t* planes, size_t stride, const WideTablesView& t, size_t n,
                                              uint8_t* dst) {
-  switch (t.chunks) {
-    case 1: return horizontal_wide_n<1>(planes, stride, t, n, dst);
-    case 2: return horizontal_wide_n<2>(planes, stride, t, n, dst);
-    case 3: return horizontal_wide_n<3>(planes, stride, t, n, dst);
-    default: return horizontal_wide_n<4>(planes, stride, t, n, dst);
-  }
+  with_chunks(t.chunks, [&](auto c) { horizontal_wide_n<decltype(c)::value>(planes, stride, t, n, dst); });
 }
 #endif
 #if defined(__AVX512VNNI__)

@@ -10,6 +10,7 @@
 #include <utility>
 
 #include "runtime/frames/kernels/kernels.h"
+#include "runtime/frames/kernels/resize_row_pairs.h"
 
 namespace patchfuse {
 namespace {

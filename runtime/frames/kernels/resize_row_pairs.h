@@ -1,5 +1,6 @@
 // The vertical kernels' tap pairs and the pair count as a constant, shared by the AVX2 and
-// AVX-512 forms (each compiles its own copy: internal linkage, kernels.h says why).
+// AVX-512 forms, and the wide passes' chunk count as a constant, shared by those and NEON's (each
+// compiles its own copy: internal linkage, kernels.h says why).
 #pragma once
 
 #include <cstddef>
@@ -42,6 +43,17 @@ auto with_pairs(size_t pairs, F&& f) {  // what f returns
     case 3: return f(Pairs<3>{});
     case 4: return f(Pairs<4>{});
     default: return f(Pairs<0>{});
+  }
+}
+
+// The wide passes' chunks of 16 taps (WideTablesView.chunks, 1 to 4) as a constant: f(Pairs<C>{}).
+template <class F>
+void with_chunks(size_t chunks, F&& f) {
+  switch (chunks) {
+    case 1: return f(Pairs<1>{});
+    case 2: return f(Pairs<2>{});
+    case 3: return f(Pairs<3>{});
+    default: return f(Pairs<4>{});
   }
 }
 
