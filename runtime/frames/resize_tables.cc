@@ -59,7 +59,7 @@ bool build_wide_tables(const AxisFilter& h, size_t c0, size_t c1, bool quads, Wi
   if (taps <= kPilKernelTaps || taps > 64 || c1 <= c0) return false;
   const size_t n = c1 - c0, blocks = (n + 15) / 16, chunks = (taps + 15) / 16;
   t.chunks = chunks;
-  t.first.assign(16 * blocks, h.first[c1 - 1]);  // the padding: the last output's pixels, zero digits
+  t.first.assign(16 * blocks, h.first[c1 - 1]);  // the padding: the last output's pixels, zero coefficients
   t.digits.assign(quads ? blocks * 4 * chunks * 3 * 64 : 0, 0);
   t.halves.assign(quads ? 0 : 16 * blocks * chunks * 32, 0);
   for (size_t o = 0; o < n; ++o) {
