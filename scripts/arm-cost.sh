@@ -7,7 +7,9 @@
 # logging every block qemu executes; scripts/arm_cost.py counts the executions of the blocks in the
 # frames path's functions (conversion to planes, resize, gather) and prices each block with llvm-mca
 # on each core model. Cases: 1080p NV12 -> 1092x1932 and 720p RGB -> 728x1288 into the quick
-# start's Qwen2-VL-shaped model with 8 output channels (keeps qemu's log small).
+# start's Qwen2-VL-shaped model, and 720p RGB -> 384x384 into a SigLIP-shaped one (a downscale
+# whose 15-tap windows take the wide horizontal pass), each with 8 output channels (keeps qemu's
+# log small). The GEMM rows below are the Qwen2-VL cases'.
 #
 # The GEMM (the projection of those frames, rows x K 588 -> 1280): per precision, the kernel the
 # session runs (XNNPACK f32 and f16, gemmlowp int8), as it runs on each core: XNNPACK picks its
@@ -35,6 +37,8 @@ trap 'rm -rf "$work"' EXIT
 
 build/converter/patchfuse-make-sample "$work/sample" --model-type qwen2_vl --embed-dim 8 --patches 0 > /dev/null
 build/converter/patchfuse-convert convert "$work/sample" -o "$work/m.pfb" > /dev/null
+build/converter/patchfuse-make-sample "$work/siglip" --model-type siglip --embed-dim 8 --patches 0 > /dev/null
+build/converter/patchfuse-convert convert "$work/siglip" -o "$work/s.pfb" --fusion conv2d_patch_embeddings > /dev/null
 build/converter/patchfuse-make-sample "$work/sample1280" --model-type qwen2_vl --embed-dim 1280 --patches 0 > /dev/null
 build/converter/patchfuse-convert convert "$work/sample1280" -o "$work/m1280.pfb" > /dev/null
 /usr/bin/python3 - "$work" <<'EOF'
@@ -58,8 +62,9 @@ fake_root() {
         "$n" "$4" "$3" "$6" "$5" >> "$1/proc/cpuinfo"
   done
 }
-cases=("1080p NV12 -> 1092x1932|--yuv $work/1080p.nv12 --format nv12 --size 1920x1080"
-       "720p RGB -> 728x1288|--yuv $work/720p.rgb --format rgb --size 1280x720")
+cases=("1080p NV12 -> 1092x1932|m.pfb|--yuv $work/1080p.nv12 --format nv12 --size 1920x1080"
+       "720p RGB -> 728x1288|m.pfb|--yuv $work/720p.rgb --format rgb --size 1280x720"
+       "720p RGB -> SigLIP 384x384|s.pfb|--yuv $work/720p.rgb --format rgb --size 1280x720")
 
 for arch in "${arches[@]}"; do
   case $arch in
@@ -87,7 +92,7 @@ for arch in "${arches[@]}"; do
   echo "{" > "$out/$arch.json"
   first=1
   for c in "${cases[@]}"; do
-    IFS='|' read -r label args <<< "$c"
+    IFS='|' read -r label model args <<< "$c"
     for form in "${forms[@]}"; do
       env=(-E LD_DEBUG=files)
       case $form in
@@ -103,7 +108,7 @@ for arch in "${arches[@]}"; do
       reader=$!
       # shellcheck disable=SC2086
       $qemu -L "/usr/$triple" -E "LD_LIBRARY_PATH=$libdirs" "${env[@]}" -d in_asm,exec,nochain -D "$work/log" \
-          "$dir/tools/patchfuse-run" "$work/m.pfb" $args --backend xnnpack --precision f32 --output "$work/o.npy" \
+          "$dir/tools/patchfuse-run" "$work/$model" $args --backend xnnpack --precision f32 --output "$work/o.npy" \
           > "$work/run.txt" 2> "$work/ld.txt"
       wait $reader
       grep -q "frame kernels: resize $form[ ,]" "$work/run.txt" ||
@@ -161,7 +166,8 @@ import json, sys
 K, N = 588, 1280  # the quick start's Qwen2-VL geometry, still images: 3 x 14 x 14 -> 1280
 lines = [json.loads(l) for l in open(sys.argv[1])]
 doc = json.load(open(sys.argv[2]))
-cases = dict(sorted({key.split("|")[0]: value["rows"] for key, value in doc.items()}.items(), key=lambda c: -c[1]))
+cases = dict(sorted({key.split("|")[0]: value["rows"] for key, value in doc.items() if "SigLIP" not in key}.items(),
+                    key=lambda c: -c[1]))
 rows = []
 for small in (l for l in lines if l["side"] == 112):
     large = next(l for l in lines if l["side"] == 224 and l["core"] == small["core"] and l["precision"] == small["precision"])

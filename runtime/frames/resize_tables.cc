@@ -62,9 +62,11 @@ bool build_wide_tables(const AxisFilter& h, size_t c0, size_t c1, bool quads, Wi
   t.first.assign(16 * blocks, h.first[c1 - 1]);  // the padding: the last output's pixels, zero coefficients
   t.digits.assign(quads ? blocks * 4 * chunks * 3 * 64 : 0, 0);
   t.halves.assign(quads ? 0 : 16 * blocks * chunks * 32, 0);
+  t.bias.assign(quads ? 16 * blocks : 0, 0);
   for (size_t o = 0; o < n; ++o) {
     const size_t c = c0 + o, b = o / 16, lane = o % 16 / 4, q = o % 4;
     t.first[o] = h.first[c];
+    int64_t sum = 0;
     for (size_t i = 0; i < static_cast<size_t>(h.count[c]); ++i) {
       const int32_t k = h.fixed[c * h.taps + i];
       if (!quads) {
@@ -78,7 +80,11 @@ bool build_wide_tables(const AxisFilter& h, size_t c0, size_t c1, bool quads, Wi
       for (size_t digit = 0; digit < 3; ++digit) {
         t.digits[(((4 * b + q) * chunks + i / 16) * 3 + digit) * 64 + 16 * lane + i % 16] = d[digit];
       }
+      sum += k;
     }
+    // sdot's first-digit sums start from the bias and add at most 64 * 128 * 128 = 2^20.
+    if (quads && 128 * std::abs(sum) + (int64_t{1} << 20) >= (int64_t{1} << 31)) return false;
+    if (quads) t.bias[o] = static_cast<int32_t>(128 * sum);
   }
   return true;
 }

@@ -58,11 +58,13 @@ struct WideTables {
   std::vector<int32_t> first;
   std::vector<int8_t> digits;
   std::vector<int16_t> halves;
-  WideTablesView view() const { return {chunks, first.data(), digits.data(), halves.data()}; }
+  std::vector<int32_t> bias;
+  WideTablesView view() const { return {chunks, first.data(), digits.data(), halves.data(), bias.data()}; }
 };
 // WideTables for columns [c0, c1) of axis h, whose windows have 9 to 64 taps, as quads or pairs:
 // false (the scalar pass) where they have fewer or more, or for quads where a coefficient's digits
-// do not fit (pil_digits; pairs take every |k| < 2^23, resize.cc's bound).
+// do not fit (pil_digits) or the bias could leave int32 with the sums (pairs take every
+// |k| < 2^23, resize.cc's bound).
 bool build_wide_tables(const AxisFilter& h, size_t c0, size_t c1, bool quads, WideTables& t);
 
 }  // namespace patchfuse

@@ -47,10 +47,11 @@ constexpr FrameKernels kNeon{
     SimdLevel::kNeon, {"neon", 8, 4, false, pil_horizontal_pairs_neon, pil_vertical_neon, nullptr, {pil_horizontal_wide_neon, false}},
     kNeonPlanes, kNeonGather};
 #if defined(__aarch64__)
-// The dot product changes the horizontal pass only (armhf's kernels stay plain NEON).
+// The dot product changes the horizontal passes only (armhf's kernels stay plain NEON).
 constexpr FrameKernels kNeonDotprod{
     SimdLevel::kNeonDotprod,
-    {"neon_dotprod", 8, 4, true, pil_horizontal_dot_neon_dotprod, pil_vertical_neon, nullptr, {pil_horizontal_wide_neon, false}},
+    {"neon_dotprod", 8, 4, true, pil_horizontal_dot_neon_dotprod, pil_vertical_neon, nullptr,
+     {pil_horizontal_wide_neon_dotprod, true}},
     kNeonPlanes, kNeonGather};
 #endif
 #endif

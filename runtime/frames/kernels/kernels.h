@@ -81,8 +81,9 @@ struct TapTablesView {
 // too wide for a block's shared window, each output over its own, in chunks of 16 taps. Outputs
 // come in blocks of 16, the last padded (its extra outputs repeat the last's first pixel with zero
 // coefficients); per output its first source pixel, and in one of two forms (ResizeForm.quads):
-//  - quads (VNNI): per block, group q (outputs 4L + q of the block for lanes L = 0..3), chunk and
-//    digit (d0, d1, d2: pil_digits) the four outputs' 16 digit bytes;
+//  - quads (VNNI, NEON's sdot): per block, group q (outputs 4L + q of the block for lanes L =
+//    0..3), chunk and digit (d0, d1, d2: pil_digits) the four outputs' 16 digit bytes, and per
+//    output the bias sdot needs (TapTablesView's quads);
 //  - pairs (AVX2, NEON): per output and chunk its 16 coefficients' high halves, then their low halves
 //    (k = 256 * hi + lo, as TapTablesView's pairs).
 struct WideTablesView {
@@ -90,6 +91,7 @@ struct WideTablesView {
   const int32_t* first = nullptr;   // per output (padded)
   const int8_t* digits = nullptr;   // quads: per block, group, chunk and digit: 64 bytes
   const int16_t* halves = nullptr;  // pairs: per output and chunk: 32 int16
+  const int32_t* bias = nullptr;    // quads: per output (padded), 128 * its coefficients' sum
 };
 
 // The rows' function types; the entry points below are declared with them, so each signature is
@@ -215,7 +217,7 @@ EmitRgbRows<uint16_t> emit_rgb_rows_bf16_avx512_vbmi;
 EmitRgbRows<uint8_t> emit_rgb_rows_u8_avx512_vbmi;
 // ARM: aarch64 and armhf; the dot-product form on aarch64 only.
 PilHorizontal pil_horizontal_pairs_neon, pil_horizontal_dot_neon_dotprod;
-PilHorizontalWide pil_horizontal_wide_neon;
+PilHorizontalWide pil_horizontal_wide_neon, pil_horizontal_wide_neon_dotprod;
 PilVertical pil_vertical_neon;
 Split split_rgb_neon, split_rgba_neon;
 EmitRows<float> emit_rows_f32_neon;

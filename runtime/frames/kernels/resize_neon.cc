@@ -4,8 +4,6 @@
 // AT_HWCAP reports NEON.
 #include "runtime/frames/kernels/resize_neon.h"
 
-#include <cstring>
-
 namespace patchfuse {
 namespace {
 
@@ -107,53 +105,37 @@ size_t vertical_unrolled(const uint8_t* const* rows, const int16_t* halves, size
   return x;
 }
 
-// The wide pass (WideTablesView's halves), 8 outputs a block: per output its window's 16-tap
-// chunks widened to int16 and multiplied by the halves (smlal) into 4 lanes of high and 4 of low
-// sums, which two rounds of pairwise adds gather for a lane of 4 outputs; then as the pairs pass:
-// fold_halves, the rounding narrow, and st3 (the padded last block through a buffer).
+// The wide pass's lane of 4 outputs over the pairs (WideTablesView's halves): per output its
+// window's 16-tap chunks widened to int16 and multiplied by the halves (smlal) into 4 lanes of high
+// and 4 of low sums, which two rounds of pairwise adds gather; then fold_halves, as the pairs pass.
 template <int32_t Chunks>
-void horizontal_wide_n(const uint8_t* planes, size_t stride, const WideTablesView& t, size_t n, uint8_t* dst) {
-  for (size_t x = 0; x < n; x += 8) {
-    uint8x8x3_t rgb;
-    for (size_t ch = 0; ch < 3; ++ch) {
-      const uint8_t* p = planes + ch * stride;
-      int32x4_t sums[2];  // outputs 0-3 and 4-7
-      for (size_t lane = 0; lane < 2; ++lane) {
-        int32x4_t h[4], l[4];
-        for (size_t o = 0; o < 4; ++o) {
-          const size_t out = x + 4 * lane + o;
-          h[o] = l[o] = vdupq_n_s32(0);
-          for (size_t g = 0; g < Chunks; ++g) {
-            const uint8x16_t px = vld1q_u8(p + t.first[out] + 16 * g);
-            const int16x8_t a = vreinterpretq_s16_u16(vmovl_u8(vget_low_u8(px)));
-            const int16x8_t b = vreinterpretq_s16_u16(vmovl_u8(vget_high_u8(px)));
-            const int16_t* k = &t.halves[(out * Chunks + g) * 32];
-            const int16x8_t h0 = vld1q_s16(k), h1 = vld1q_s16(k + 8), l0 = vld1q_s16(k + 16), l1 = vld1q_s16(k + 24);
-            h[o] = mlal_high(vmlal_s16(h[o], vget_low_s16(a), vget_low_s16(h0)), a, h0);
-            h[o] = mlal_high(vmlal_s16(h[o], vget_low_s16(b), vget_low_s16(h1)), b, h1);
-            l[o] = mlal_high(vmlal_s16(l[o], vget_low_s16(a), vget_low_s16(l0)), a, l0);
-            l[o] = mlal_high(vmlal_s16(l[o], vget_low_s16(b), vget_low_s16(l1)), b, l1);
-          }
-        }
-        sums[lane] = fold_halves(add_pairs(add_pairs(h[0], h[1]), add_pairs(h[2], h[3])),
-                                 add_pairs(add_pairs(l[0], l[1]), add_pairs(l[2], l[3])));
+struct WidePairsLane {
+  static constexpr int kShift = kHalvesShift;
+  static int32x4_t sums(const uint8_t* p, const WideTablesView& t, size_t x) {
+    int32x4_t h[4], l[4];
+    for (size_t o = 0; o < 4; ++o) {
+      h[o] = l[o] = vdupq_n_s32(0);
+      for (size_t g = 0; g < Chunks; ++g) {
+        const uint8x16_t px = vld1q_u8(p + t.first[x + o] + 16 * g);
+        const int16x8_t a = vreinterpretq_s16_u16(vmovl_u8(vget_low_u8(px)));
+        const int16x8_t b = vreinterpretq_s16_u16(vmovl_u8(vget_high_u8(px)));
+        const int16_t* k = &t.halves[((x + o) * Chunks + g) * 32];
+        const int16x8_t h0 = vld1q_s16(k), h1 = vld1q_s16(k + 8), l0 = vld1q_s16(k + 16), l1 = vld1q_s16(k + 24);
+        h[o] = mlal_high(vmlal_s16(h[o], vget_low_s16(a), vget_low_s16(h0)), a, h0);
+        h[o] = mlal_high(vmlal_s16(h[o], vget_low_s16(b), vget_low_s16(h1)), b, h1);
+        l[o] = mlal_high(vmlal_s16(l[o], vget_low_s16(a), vget_low_s16(l0)), a, l0);
+        l[o] = mlal_high(vmlal_s16(l[o], vget_low_s16(b), vget_low_s16(l1)), b, l1);
       }
-      rgb.val[ch] = round_narrow8<kHalvesShift>(sums[0], sums[1]);
     }
-    if (x + 8 <= n) {
-      vst3_u8(dst + 3 * x, rgb);
-    } else {
-      uint8_t buffer[24];
-      vst3_u8(buffer, rgb);
-      std::memcpy(dst + 3 * x, buffer, 3 * (n - x));
-    }
+    return fold_halves(add_pairs(add_pairs(h[0], h[1]), add_pairs(h[2], h[3])),
+                       add_pairs(add_pairs(l[0], l[1]), add_pairs(l[2], l[3])));
   }
-}
+};
 
 }  // namespace
 
 void pil_horizontal_wide_neon(const uint8_t* planes, size_t stride, const WideTablesView& t, size_t n, uint8_t* dst) {
-  with_chunks(t.chunks, [&](auto c) { horizontal_wide_n<decltype(c)::value>(planes, stride, t, n, dst); });
+  with_chunks(t.chunks, [&](auto c) { wide_blocks_neon<WidePairsLane<decltype(c)::value>>(planes, stride, t, n, dst); });
 }
 
 void pil_horizontal_pairs_neon(const uint8_t* planes, size_t stride, const TapTablesView& t,

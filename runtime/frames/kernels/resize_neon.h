@@ -7,6 +7,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <utility>
 
 #include "runtime/frames/kernels/kernels.h"
@@ -141,6 +142,28 @@ inline void horizontal_blocks_neon(const uint8_t* planes, size_t stride, const T
     vst3_u8(d, rgb);
   }
   pil_horizontal_k8_portable(planes, stride, first, k8, c0 + 8 * blocks, c1, dst + 8 * blocks * 3);
+}
+
+// The wide passes' blocks of 8 outputs (WideTablesView), a channel and a lane of 4 at a time:
+// Lane::sums(p, t, x) gives outputs x .. x + 3's sums from channel plane p, to be rounded and
+// shifted by Lane::kShift; st3 interleaves the block's R, G, B (the padded last block's real
+// outputs only, through a buffer).
+template <class Lane>
+inline void wide_blocks_neon(const uint8_t* planes, size_t stride, const WideTablesView& t, size_t n, uint8_t* dst) {
+  for (size_t x = 0; x < n; x += 8) {
+    uint8x8x3_t rgb;
+    for (size_t ch = 0; ch < 3; ++ch) {
+      const uint8_t* p = planes + ch * stride;
+      rgb.val[ch] = round_narrow8<Lane::kShift>(Lane::sums(p, t, x), Lane::sums(p, t, x + 4));
+    }
+    if (x + 8 <= n) {
+      vst3_u8(dst + 3 * x, rgb);
+    } else {
+      uint8_t buffer[24];
+      vst3_u8(buffer, rgb);
+      std::memcpy(dst + 3 * x, buffer, 3 * (n - x));
+    }
+  }
 }
 
 }  // namespace

@@ -47,7 +47,36 @@ struct DotLane {
   }
 };
 
+// The wide pass's lane of 4 outputs over the quads (WideTablesView): per output its 16-tap chunks
+// less 128 (eor) times the three digits (sdot), each digit's four lanes gathered by two rounds of
+// pairwise adds, the first digit's sums from the bias; then fold_digits, as DotLane. Three sdot a
+// chunk where pairs take eight smlal.
+template <int32_t Chunks>
+struct WideDotLane {
+  static constexpr int kShift = kDigitsShift;
+  static int32x4_t sums(const uint8_t* p, const WideTablesView& t, size_t x) {
+    int32x4_t s[3][4];  // per digit and output
+    for (size_t o = 0; o < 4; ++o) {
+      const size_t out = x + o;
+      const int8_t* d = &t.digits[(4 * (out / 16) + out % 4) * Chunks * 3 * 64 + 16 * (out % 16 / 4)];
+      for (size_t i = 0; i < 3; ++i) s[i][o] = vdupq_n_s32(0);
+      for (size_t g = 0; g < Chunks; ++g) {
+        const int8x16_t px = vreinterpretq_s8_u8(veorq_u8(vld1q_u8(p + t.first[out] + 16 * g), vdupq_n_u8(0x80)));
+        for (size_t i = 0; i < 3; ++i) s[i][o] = vdotq_s32(s[i][o], px, vld1q_s8(d + (3 * g + i) * 64));
+      }
+    }
+    int32x4_t digit[3];
+    for (size_t i = 0; i < 3; ++i) digit[i] = add_pairs(add_pairs(s[i][0], s[i][1]), add_pairs(s[i][2], s[i][3]));
+    return fold_digits(vaddq_s32(digit[0], vld1q_s32(&t.bias[x])), digit[1], digit[2]);
+  }
+};
+
 }  // namespace
+
+void pil_horizontal_wide_neon_dotprod(const uint8_t* planes, size_t stride, const WideTablesView& t, size_t n,
+                                      uint8_t* dst) {
+  with_chunks(t.chunks, [&](auto c) { wide_blocks_neon<WideDotLane<decltype(c)::value>>(planes, stride, t, n, dst); });
+}
 
 void pil_horizontal_dot_neon_dotprod(
     const uint8_t* planes, size_t stride, const TapTablesView& t, const int32_t* first, const int32_t* k8, size_t c0,
