@@ -32,16 +32,16 @@ import sys
 # The frames path's stages, by the demangled name of the function a block is in (first match).
 STAGES = [
     ("gather", re.compile(r"gather|emit_rows|deinterleave|NeonRow|PortableRow|Avx2Row")),
-    ("resize", re.compile(r"Resizer::run|pil_horizontal|horizontal_blocks|PairsLane|DotLane|pil_vertical|vertical_unrolled|vertical_tap|round_narrow8|fold_halves|fold_digits|lookup16|add_pairs|clip8")),
+    ("resize", re.compile(r"Resizer::run|pil_horizontal|horizontal_blocks|wide_blocks|PairsLane|DotLane|pil_vertical|vertical_unrolled|vertical_tap|round_narrow8|fold_halves|fold_digits|lookup16|add_pairs|clip8")),
     # split<N>: the plane splits' shared loop (frames/kernels/planes_*.cc), where not inlined.
     ("conversion", re.compile(r"split_neon|split_rgb|split_rgba|split_portable|split<|planes_row|rgb_row|rgba_row")),
 ]
 # The GEMM (--gemm): the libraries that compute it and libpatchfuse's functions that drive it.
 GEMM_LIBRARIES = ("libXNNPACK.so.0", "libpthreadpool.so.0")
 GEMM_FUNCTIONS = re.compile(r"gemmlowp|Gemmlowp|Xnnpack|xnnpack|sdot_")
-# One-time work a session does at creation or on a new size (the resize's tables), not per frame:
-# neither priced nor held against the guard below.
-SETUP = re.compile(r"Resizer::create|build_tap_tables|pil_axis")
+# One-time work a session does at creation or on a new size (the resize's coefficients, Pillow's
+# filters among them, and tables), not per frame: neither priced nor held against the guard below.
+SETUP = re.compile(r"Resizer::create|build_tap_tables|build_wide_tables|pil_axis|_filter\b")
 # Branches and address computations, whose absolute targets qemu prints: a label stands in for them.
 _CONDITIONS = "eq|ne|cs|hs|cc|lo|mi|pl|vs|vc|hi|ls|ge|lt|gt|le|al"
 TARGETED = re.compile(rf"^(b|bl|blx|b\.({_CONDITIONS})|b({_CONDITIONS})|cbn?z|tbn?z|adrp?)(\.[nw])?\s")
