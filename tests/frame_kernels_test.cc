@@ -13,6 +13,7 @@
 #include <iterator>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "runtime/frames/resize.h"
@@ -64,6 +65,7 @@ TEST_P(FrameKernels, EachLevelRunsItsNamedForms) {
   EXPECT_EQ(form().resize.quads, level >= SimdLevel::kAvx512Vnni) << "VNNI's vpdpbusd takes quads";
   EXPECT_NE(form().resize.wide.run, nullptr) << "windows of 9 to 64 taps";
   EXPECT_EQ(form().resize.wide.quads, level >= SimdLevel::kAvx512Vnni);
+  EXPECT_EQ(form().resize.wide.blocks, vbmi) << "vpermt2b places a block's windows";
   EXPECT_STREQ(form().planes.name, rows);
   EXPECT_EQ(form().gather.rgb_u8 != nullptr, vbmi);
   EXPECT_EQ(form().gather.rgb_f32 != nullptr, vbmi);
@@ -318,39 +320,75 @@ TEST_P(FrameKernels, HorizontalPassTakesEveryCoefficientTheResizerPasses) {
 
 // The wide horizontal pass (windows of 9 to 64 taps, forms that have it) straight from its tables,
 // against Pillow's sum computed here output by output: 1 to 4 chunks of 16 taps, full and clipped
-// windows, widths with a partial last block, extreme coefficients whose digits fit. Quad tables
-// refuse a filter with one coefficient whose top digit does not fit (8355712) and take 8355711;
-// pair tables take both.
+// windows, widths with a partial last block, extreme coefficients whose digits fit, windows 1, 3
+// and 9 pixels apart (VBMI's blocks form takes some, its quads form the others: both run). The
+// planes end one pixel past the last window's first, as a window clipped at the right edge does,
+// so that ASan sees any read past their slack. Quad tables refuse a filter with one coefficient
+// whose top digit does not fit (8355712) and take 8355711; pair tables take both.
 TEST_P(FrameKernels, WidePassTakesEveryCoefficientItsTablesTake) {
   const ResizeForm& f = form().resize;
   if (f.wide.run == nullptr) GTEST_SKIP() << simd_level_name(GetParam()) << " has no wide horizontal pass";
+  size_t by_blocks = 0, by_chunks = 0;
   for (const size_t taps : {9u, 16u, 17u, 33u, 64u}) {
     for (const size_t outputs : {1u, 16u, 21u, 22u, 37u}) {
-      const auto seed = static_cast<uint32_t>(taps * 100 + outputs);
-      AxisFilter h = extreme_axis(outputs, taps, 3, seed);
-      for (int32_t& k : h.fixed) k = std::min(k, 8355711);  // every top digit fits
-      SCOPED_TRACE(testing::Message() << taps << " taps, " << outputs << " outputs");
-      WideTables tables;
-      ASSERT_TRUE(build_wide_tables(h, 0, outputs, f.wide.quads, tables));
-      const size_t stride = 3 * outputs + taps + kPlaneSlack;
-      const auto planes = random_bytes(3 * stride, seed);
-      std::vector<uint8_t> got(3 * outputs + 64, 0xA5), want(got.size(), 0xA5);  // and a guard
-      for (size_t c = 0; c < outputs; ++c) {
-        for (size_t ch = 0; ch < 3; ++ch) {
-          int32_t sum = 1 << (kPilPrecisionBits - 1);
-          for (size_t i = 0; i < static_cast<size_t>(h.count[c]); ++i) {
-            sum += planes[ch * stride + static_cast<size_t>(h.first[c]) + i] * h.fixed[c * taps + i];
+      for (const size_t step : {1u, 3u, 9u}) {
+        const auto seed = static_cast<uint32_t>(taps * 1000 + outputs * 10 + step);
+        AxisFilter h = extreme_axis(outputs, taps, step, seed);
+        for (int32_t& k : h.fixed) k = std::min(k, 8355711);  // every top digit fits
+        SCOPED_TRACE(testing::Message() << taps << " taps, " << outputs << " outputs, step " << step);
+        WideTables tables;
+        ASSERT_TRUE(build_wide_tables(h, 0, outputs, f.wide, tables));
+        ++(tables.groups > 0 ? by_blocks : by_chunks);
+        const size_t stride = step * (outputs - 1) + 1 + kPlaneSlack;
+        const auto planes = random_bytes(3 * stride, seed);
+        std::vector<uint8_t> got(3 * outputs + 64, 0xA5), want(got.size(), 0xA5);  // and a guard
+        for (size_t c = 0; c < outputs; ++c) {
+          for (size_t ch = 0; ch < 3; ++ch) {
+            int32_t sum = 1 << (kPilPrecisionBits - 1);
+            for (size_t i = 0; i < static_cast<size_t>(h.count[c]); ++i) {
+              sum += planes[ch * stride + static_cast<size_t>(h.first[c]) + i] * h.fixed[c * taps + i];
+            }
+            want[3 * c + ch] = pil_clip8(sum);
           }
-          want[3 * c + ch] = pil_clip8(sum);
         }
+        f.wide.run(planes.data(), stride, tables.view(), outputs, got.data());
+        ASSERT_EQ(got, want);
+        h.fixed[0] = 8355712;
+        EXPECT_EQ(build_wide_tables(h, 0, outputs, f.wide, tables), !f.wide.quads) << "quads: a top digit of 128";
+        h.fixed[0] = 8355711;
+        EXPECT_TRUE(build_wide_tables(h, 0, outputs, f.wide, tables));
       }
-      f.wide.run(planes.data(), stride, tables.view(), outputs, got.data());
-      ASSERT_EQ(got, want);
-      h.fixed[0] = 8355712;
-      EXPECT_EQ(build_wide_tables(h, 0, outputs, f.wide.quads, tables), !f.wide.quads) << "quads: a top digit of 128";
-      h.fixed[0] = 8355711;
-      EXPECT_TRUE(build_wide_tables(h, 0, outputs, f.wide.quads, tables));
     }
+  }
+  EXPECT_GT(by_chunks, 0u);
+  EXPECT_EQ(by_blocks > 0, f.wide.blocks) << "the blocks form where the form takes it and the halves fit";
+  // The blocks form's bounds: box filters 7 pixels apart, each half's last window ending at its
+  // 64th byte (15 taps: two windows a block) or one byte past it (16: four), each quarter's at its
+  // 64th (43: four) or one past it (44: chunks).
+  for (const auto& [taps, windows] : {std::pair<size_t, size_t>{15, 2}, {16, 4}, {43, 4}, {44, 0}}) {
+    AxisFilter h;
+    h.taps = taps;
+    for (int32_t c = 0; c < 16; ++c) {
+      h.first.push_back(7 * c);
+      h.count.push_back(static_cast<int32_t>(taps));
+    }
+    h.fixed.assign(16 * taps, (1 << kPilPrecisionBits) / static_cast<int32_t>(taps));
+    WideTables tables;
+    ASSERT_TRUE(build_wide_tables(h, 0, 16, f.wide, tables));
+    EXPECT_EQ(tables.windows, f.wide.blocks ? windows : 0) << taps << " taps";
+    EXPECT_EQ(tables.groups > 0, tables.windows > 0);
+    const size_t stride = 7 * 15 + 1 + kPlaneSlack;
+    const auto planes = random_bytes(3 * stride, static_cast<uint32_t>(taps));
+    std::vector<uint8_t> got(3 * 16 + 64, 0xA5), want(got.size(), 0xA5);
+    for (size_t c = 0; c < 16; ++c) {
+      for (size_t ch = 0; ch < 3; ++ch) {
+        int32_t sum = 1 << (kPilPrecisionBits - 1);
+        for (size_t i = 0; i < taps; ++i) sum += planes[ch * stride + 7 * c + i] * h.fixed[i];
+        want[3 * c + ch] = pil_clip8(sum);
+      }
+    }
+    f.wide.run(planes.data(), stride, tables.view(), 16, got.data());
+    EXPECT_EQ(got, want) << taps << " taps";
   }
 }
 

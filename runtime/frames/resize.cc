@@ -245,7 +245,7 @@ Result<Resizer> Resizer::create(const ResizeSpec& s, const FrameKernels& kernels
     build_tap_tables(r.h_, r.col_begin_, r.col_end_, form, r.tap_tables_);
   }
   if (simd && r.need_h_ && form.wide.run != nullptr &&
-      build_wide_tables(r.h_, r.col_begin_, r.col_end_, form.wide.quads, r.wide_tables_)) {
+      build_wide_tables(r.h_, r.col_begin_, r.col_end_, form.wide, r.wide_tables_)) {
     r.wide_ = form.wide.run;
   }
   return r;

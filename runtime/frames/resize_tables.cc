@@ -1,6 +1,7 @@
 #include "runtime/frames/resize_tables.h"
 
 #include <algorithm>
+#include <cstddef>
 #include <cstdlib>
 
 namespace patchfuse {
@@ -54,18 +55,58 @@ void build_tap_tables(const AxisFilter& h, size_t c0, size_t c1, const ResizeFor
   }
 }
 
-bool build_wide_tables(const AxisFilter& h, size_t c0, size_t c1, bool quads, WideTables& t) {
+namespace {
+
+// Whether every block fits the blocks form's `windows` windows (WideTablesView): each output's
+// taps within the 64 bytes from its window's first pixel (the padding has no taps).
+bool blocks_fit(const std::vector<int32_t>& first, const AxisFilter& h, size_t c0, size_t c1, size_t windows) {
+  const size_t outputs = 16 / windows;
+  for (size_t w = 0; w < first.size(); w += outputs) {
+    for (size_t j = w; j < w + outputs; ++j) {
+      const int32_t count = c0 + j < c1 ? h.count[c0 + j] : 0;
+      if (first[j] < first[w] || first[j] - first[w] + count > 64) return false;
+    }
+  }
+  return true;
+}
+
+}  // namespace
+
+bool build_wide_tables(const AxisFilter& h, size_t c0, size_t c1, const WidePass& form, WideTables& t) {
   const auto taps = static_cast<size_t>(*std::max_element(h.count.begin(), h.count.end()));
   if (taps <= kPilKernelTaps || taps > 64 || c1 <= c0) return false;
-  const size_t n = c1 - c0, blocks = (n + 15) / 16, chunks = (taps + 15) / 16;
-  t.chunks = chunks;
+  const size_t n = c1 - c0, blocks = (n + 15) / 16;
   t.first.assign(16 * blocks, h.first[c1 - 1]);  // the padding: the last output's pixels, zero coefficients
-  t.digits.assign(quads ? blocks * 4 * chunks * 3 * 64 : 0, 0);
+  std::copy(h.first.begin() + static_cast<std::ptrdiff_t>(c0), h.first.begin() + static_cast<std::ptrdiff_t>(c1),
+            t.first.begin());
+  size_t windows = 0;  // the fewest that fit, if any
+  for (const size_t w : {2, 4}) {
+    if (form.blocks && windows == 0 && blocks_fit(t.first, h, c0, c1, w)) windows = w;
+  }
+  const bool quads = form.quads, by_blocks = windows > 0;
+  const size_t groups = by_blocks ? (taps + 3) / 4 : 0, chunks = by_blocks ? 0 : (taps + 15) / 16;
+  t.groups = groups;
+  t.windows = windows;
+  t.chunks = chunks;
+  t.index.assign(by_blocks ? 64 * blocks : 0, 0);
+  t.digits.assign(!quads ? 0 : by_blocks ? blocks * groups * 3 * 64 : blocks * 4 * chunks * 3 * 64, 0);
   t.halves.assign(quads ? 0 : 16 * blocks * chunks * 32, 0);
-  t.bias.assign(quads ? 16 * blocks : 0, 0);
+  t.bias.assign(quads && !by_blocks ? 16 * blocks : 0, 0);
+  for (size_t o = 0; o < t.index.size() / 4; ++o) {  // every output of every block, the padding too
+    const size_t window = o / (16 / windows), odd = window % 2;
+    for (size_t i = 0; i < 4; ++i) {
+      t.index[4 * o + i] =
+          static_cast<uint8_t>(t.first[o] - t.first[window * 16 / windows] + static_cast<int32_t>(i + 64 * odd));
+    }
+  }
+  // Output o's tap i, digit `digit` in the form's digit table.
+  const auto digit_at = [&](size_t o, size_t i, size_t digit) -> int8_t& {
+    const size_t b = o / 16;
+    if (by_blocks) return t.digits[((b * groups + i / 4) * 3 + digit) * 64 + 4 * (o % 16) + i % 4];
+    return t.digits[(((4 * b + o % 4) * chunks + i / 16) * 3 + digit) * 64 + 16 * (o % 16 / 4) + i % 16];
+  };
   for (size_t o = 0; o < n; ++o) {
-    const size_t c = c0 + o, b = o / 16, lane = o % 16 / 4, q = o % 4;
-    t.first[o] = h.first[c];
+    const size_t c = c0 + o;
     int64_t sum = 0;
     for (size_t i = 0; i < static_cast<size_t>(h.count[c]); ++i) {
       const int32_t k = h.fixed[c * h.taps + i];
@@ -77,14 +118,13 @@ bool build_wide_tables(const AxisFilter& h, size_t c0, size_t c1, bool quads, Wi
       }
       int8_t d[3];
       if (!pil_digits(k, d)) return false;
-      for (size_t digit = 0; digit < 3; ++digit) {
-        t.digits[(((4 * b + q) * chunks + i / 16) * 3 + digit) * 64 + 16 * lane + i % 16] = d[digit];
-      }
+      for (size_t digit = 0; digit < 3; ++digit) digit_at(o, i, digit) = d[digit];
       sum += k;
     }
-    // sdot's first-digit sums start from the bias and add at most 64 * 128 * 128 = 2^20.
-    if (quads && 128 * std::abs(sum) + (int64_t{1} << 20) >= (int64_t{1} << 31)) return false;
-    if (quads) t.bias[o] = static_cast<int32_t>(128 * sum);
+    if (!t.bias.empty()) {  // sdot's first-digit sums start from the bias and add at most 64 * 128 * 128 = 2^20
+      if (128 * std::abs(sum) + (int64_t{1} << 20) >= (int64_t{1} << 31)) return false;
+      t.bias[o] = static_cast<int32_t>(128 * sum);
+    }
   }
   return true;
 }

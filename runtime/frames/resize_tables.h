@@ -54,17 +54,21 @@ void build_tap_tables(const AxisFilter& h, size_t c0, size_t c1, const ResizeFor
 
 // The wide kernel's tables (WideTablesView documents them), owned.
 struct WideTables {
-  size_t chunks = 0;
+  size_t chunks = 0, groups = 0, windows = 0;
   std::vector<int32_t> first;
+  std::vector<uint8_t> index;
   std::vector<int8_t> digits;
   std::vector<int16_t> halves;
   std::vector<int32_t> bias;
-  WideTablesView view() const { return {chunks, first.data(), digits.data(), halves.data(), bias.data()}; }
+  WideTablesView view() const {
+    return {chunks, groups, windows, first.data(), index.data(), digits.data(), halves.data(), bias.data()};
+  }
 };
-// WideTables for columns [c0, c1) of axis h, whose windows have 9 to 64 taps, as quads or pairs:
-// false (the scalar pass) where they have fewer or more, or for quads where a coefficient's digits
-// do not fit (pil_digits) or the bias could leave int32 with the sums (pairs take every
-// |k| < 2^23, resize.cc's bound).
-bool build_wide_tables(const AxisFilter& h, size_t c0, size_t c1, bool quads, WideTables& t);
+// WideTables for columns [c0, c1) of axis h, whose windows have 9 to 64 taps, in `form`'s layout
+// (blocks where the form takes them and every block fits, else quads or pairs): false (the scalar
+// pass) where they have fewer or more, or for digits where a coefficient's do not fit
+// (pil_digits) or the bias could leave int32 with the sums (pairs take every |k| < 2^23,
+// resize.cc's bound).
+bool build_wide_tables(const AxisFilter& h, size_t c0, size_t c1, const WidePass& form, WideTables& t);
 
 }  // namespace patchfuse

@@ -16,7 +16,7 @@
 // (frame_gemm_bench.cc, in this binary where oneDNN is built).
 // Resize/...: the runtime's resize alone, 1 thread, on the camera sizes the camera issue names
 // (1280x720 RGB -> 728x1288 and 1920x1080 -> 728x1316, BICUBIC; pil and torch semantics; NV12
-// with its conversion; and 1280x720 -> SigLIP's 384x384), to set beside Pillow's Image.resize on the same sizes
+// with its conversion; 1280x720 and 1920x1080 -> SigLIP's 384x384 and 224x224), to set beside Pillow's Image.resize on the same sizes
 // (tests/bench/pillow_resize.py, run alternately with this binary by tests/bench/resize_vs_pillow.sh);
 // Resize/bound/...: every source byte read and every output byte written once, the least memory
 // traffic a resize of those sizes does, to set the resize's time against.
@@ -367,9 +367,14 @@ void args(benchmark::internal::Benchmark* b) {
                                1280, 720, 728, 1288)->Apply(ms);
   benchmark::RegisterBenchmark("Resize/pil/rgb/1920x1080->728x1316", resize_only, PixelFormat::kRgb, ResizeSemantics::kPil,
                                1920, 1080, 728, 1316)->Apply(ms);
-  // SigLIP's processor (384x384, any aspect): a horizontal window of 15 taps, the wide pass.
+  // SigLIP's processor (384x384 or 224x224, any aspect): horizontal windows of 15, 21 and 35 taps,
+  // the wide pass (VBMI's blocks form takes the first two).
   benchmark::RegisterBenchmark("Resize/pil/rgb/1280x720->384x384", resize_only, PixelFormat::kRgb, ResizeSemantics::kPil,
                                1280, 720, 384, 384)->Apply(ms);
+  benchmark::RegisterBenchmark("Resize/pil/rgb/1920x1080->384x384", resize_only, PixelFormat::kRgb, ResizeSemantics::kPil,
+                               1920, 1080, 384, 384)->Apply(ms);
+  benchmark::RegisterBenchmark("Resize/pil/rgb/1920x1080->224x224", resize_only, PixelFormat::kRgb, ResizeSemantics::kPil,
+                               1920, 1080, 224, 224)->Apply(ms);
   benchmark::RegisterBenchmark("Resize/torch/rgb/1280x720->728x1288", resize_only, PixelFormat::kRgb, ResizeSemantics::kTorch,
                                1280, 720, 728, 1288)->Apply(ms);
   benchmark::RegisterBenchmark("Resize/pil/nv12/1920x1080->728x1316", resize_only, PixelFormat::kNv12, ResizeSemantics::kPil,

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Pillow's Image.resize on the camera issue's sizes (1 thread: Pillow does not thread a resize),
+"""Pillow's Image.resize on the camera issue's sizes and SigLIP's (1 thread: Pillow does not thread a resize),
 BICUBIC, reducing_gap=None as transformers calls it; prints the median of --runs in ms. Run
 alternately with patchfuse-overhead-bench's Resize/pil benchmarks (tests/bench/resize_vs_pillow.sh)."""
 import statistics
@@ -11,7 +11,9 @@ from PIL import Image
 
 runs = int(sys.argv[1]) if len(sys.argv) > 1 else 20
 rng = np.random.default_rng(11)
-for (w, h), (tw, th) in (((1280, 720), (1288, 728)), ((1920, 1080), (1316, 728))):
+SIZES = (((1280, 720), (1288, 728)), ((1920, 1080), (1316, 728)),  # Qwen2-VL's smart resize
+         ((1280, 720), (384, 384)), ((1920, 1080), (384, 384)), ((1920, 1080), (224, 224)))  # SigLIP's
+for (w, h), (tw, th) in SIZES:
     img = Image.fromarray(rng.integers(0, 256, (h, w, 3), dtype=np.uint8), "RGB")
     img.resize((tw, th), Image.Resampling.BICUBIC, reducing_gap=None)
     times = []

@@ -33,7 +33,7 @@ constexpr int kPilPrecisionBits = 32 - 8 - 2;
 // Resizer's scalar pass.
 constexpr size_t kPilKernelTaps = 8;
 // The bytes a horizontal kernel may read past a source plane's last pixel: a 64-byte load at any
-// pixel (the VBMI form's window).
+// pixel (the VBMI forms' windows).
 constexpr size_t kPlaneSlack = 64;
 
 // Pillow's rounding clip of a fixed-point sum to a byte.
@@ -77,19 +77,30 @@ struct TapTablesView {
   const int32_t* bias = nullptr;         // per output of a block: 128 * its coefficients' sum (sdot)
 };
 
-// The wide horizontal kernels' tables (resize_tables.cc's WideTables): windows of 9 to 64 taps,
-// too wide for a block's shared window, each output over its own, in chunks of 16 taps. Outputs
-// come in blocks of 16, the last padded (its extra outputs repeat the last's first pixel with zero
-// coefficients); per output its first source pixel, and in one of two forms (ResizeForm.quads):
-//  - quads (VNNI, NEON's sdot): per block, group q (outputs 4L + q of the block for lanes L =
-//    0..3), chunk and digit (d0, d1, d2: pil_digits) the four outputs' 16 digit bytes, and per
-//    output the bias sdot needs (TapTablesView's quads);
-//  - pairs (AVX2, NEON): per output and chunk its 16 coefficients' high halves, then their low halves
-//    (k = 256 * hi + lo, as TapTablesView's pairs).
+// The wide horizontal kernels' tables (resize_tables.cc's WideTables): windows of 9 to 64 taps.
+// Outputs come in blocks of 16, the last padded (its extra outputs repeat the last's first pixel
+// with zero coefficients); per output its first source pixel, and in one of three forms
+// (WidePass):
+//  - blocks (VBMI, where every block fits; groups > 0): one output a dword lane, its taps in
+//    groups of 4 as TapTablesView's quads, from 2 or 4 windows of 64 bytes, each from its first
+//    output's first pixel (outputs 0-7 and 8-15, or 0-3, 4-7, 8-11 and 12-15): per block the 64
+//    vpermt2b indices of group 0 (output j's at 4j, counted from its window, 64 added in odd
+//    windows; group g's are 4g more), and per block, group and digit the 16 outputs' 64 digit
+//    bytes. A block fits where each output's taps end within 64 bytes of its window's start (two
+//    windows: 720p or 1080p to 384; four: 1080p to 224);
+//  - quads (VNNI, NEON's sdot), each output over its own window in chunks of 16 taps: per block,
+//    group q (outputs 4L + q of the block for lanes L = 0..3), chunk and digit (d0, d1, d2:
+//    pil_digits) the four outputs' 16 digit bytes, and per output the bias sdot needs
+//    (TapTablesView's quads);
+//  - pairs (AVX2, NEON), chunks as quads: per output and chunk its 16 coefficients' high halves,
+//    then their low halves (k = 256 * hi + lo, as TapTablesView's pairs).
 struct WideTablesView {
-  size_t chunks = 0;                // 16 taps each: 1 to 4
+  size_t chunks = 0;                // quads, pairs: 16 taps each, 1 to 4
+  size_t groups = 0;                // blocks: 4 taps each, 3 to 16 (0: another form)
+  size_t windows = 0;               // blocks: 2 or 4 a block
   const int32_t* first = nullptr;   // per output (padded)
-  const int8_t* digits = nullptr;   // quads: per block, group, chunk and digit: 64 bytes
+  const uint8_t* index = nullptr;   // blocks: per block 64 bytes
+  const int8_t* digits = nullptr;   // blocks: per block, group and digit; quads: per block, group, chunk and digit: 64 bytes
   const int16_t* halves = nullptr;  // pairs: per output and chunk: 32 int16
   const int32_t* bias = nullptr;    // quads: per output (padded), 128 * its coefficients' sum
 };
@@ -147,10 +158,11 @@ using EmitRgbRowsBf16Fn = EmitRgbRows<uint16_t>*;
 using EmitRgbRowsU8Fn = EmitRgbRows<uint8_t>*;
 
 // A form's pass for windows of 9 to 64 taps and its tables' form (WideTablesView): quads (VNNI's
-// vpdpbusd) or pairs.
+// vpdpbusd) or pairs, and blocks first where they fit (VBMI: its pass runs quads' tables too).
 struct WidePass {
   PilHorizontalWideFn run = nullptr;
   bool quads = false;
+  bool blocks = false;
 };
 // A form's name is the session's (pf_session_info.frame_kernels). The portable resize form has no
 // rows: the Resizer's own scalar passes (any tap count, on the interleaved row) are portable.
@@ -208,7 +220,7 @@ PilHorizontal pil_horizontal_pairs_avx2, pil_horizontal_pairs_avx512, pil_horizo
     pil_horizontal_quads_avx512_vbmi;
 PilHorizontal2 pil_horizontal2_pairs_avx512, pil_horizontal2_quads_avx512_vnni, pil_horizontal2_quads_avx512_vbmi;
 PilVertical pil_vertical_avx2, pil_vertical_avx512, pil_vertical_avx512_vnni;
-PilHorizontalWide pil_horizontal_wide_avx2, pil_horizontal_wide_avx512_vnni;
+PilHorizontalWide pil_horizontal_wide_avx2, pil_horizontal_wide_avx512_vnni, pil_horizontal_wide_avx512_vbmi;
 Split split_rgb_avx2, split_rgba_avx2, split_rgb_avx512_vbmi, split_rgba_avx512_vbmi;
 EmitRows<float> emit_rows_f32_avx2;
 EmitRows<uint16_t> emit_rows_bf16_avx2;

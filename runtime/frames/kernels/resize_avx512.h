@@ -187,8 +187,7 @@ void horizontal_wide_n(const uint8_t* planes, size_t stride, const WideTablesVie
   }
 }
 
-// (Unused in resize_avx512_vbmi.cc, whose level runs the VNNI level's.)
-[[maybe_unused]] void horizontal_wide_avx512(const uint8_t* planes, size_t stride, const WideTablesView& t, size_t n,
+void horizontal_wide_avx512(const uint8_t* planes, size_t stride, const WideTablesView& t, size_t n,
                                              uint8_t* dst) {
   with_chunks(t.chunks, [&](auto c) { horizontal_wide_n<decltype(c)::value>(planes, stride, t, n, dst); });
 }

@@ -1,8 +1,9 @@
-// The pil horizontal pass with AVX-512, VNNI and AVX512-VBMI (compiled with those flags):
+// The pil horizontal passes with AVX-512, VNNI and AVX512-VBMI (compiled with those flags):
 // resize_avx512.h's quads over vpdpbusd, with one 64-byte load a channel for a block's 16
 // outputs, placed by vpermb, where the other forms load four 16-byte lanes, insert three and
 // place them by vpshufb: 9 fewer loads and 9 fewer inserts a block, the same sums and bytes. The
-// vertical pass has no use for VBMI: its level runs the VNNI one (dispatch.cc).
+// wide pass, likewise, places each group of 4 taps from two 64-byte windows (vpermt2b) where the
+// blocks fit them. The vertical pass has no use for VBMI: its level runs the VNNI one (dispatch.cc).
 #include "runtime/frames/kernels/resize_avx512.h"
 
 namespace patchfuse {
@@ -16,6 +17,64 @@ struct BlockWindow {
   static __m512i place(__m512i w, __m512i index) { return _mm512_permutexvar_epi8(index, w); }
 };
 
+// The wide pass over its blocks form (WideTablesView): 16 outputs a vector, one a dword lane. Each
+// channel's windows (64 bytes from their first outputs' first pixels) are loaded once a block;
+// per group of 4 taps one vpermt2b places each output's 4 pixels from two windows (with four, a
+// second one and a blend place outputs 8-15's), the indices moving on by 4 a group, and three
+// vpdpbusd add them times the digits into one sum a digit, S2, S1 and S0, which ((S2 * 256 + S1)
+// * 256 + S0) makes the exact sum (QuadSums' order, wrapping alike). Against the quads form's four
+// 16-byte loads and three inserts a vector and its adds across lanes, that is one or two vpermt2b
+// a vector, and taps in groups of 4 rather than chunks of 16 (21 taps: 6 groups, not 8).
+// kWindows: t.windows. kGroups: t.groups as a constant (3 to 6: windows of 9 to 24 taps, camera
+// frames to 384 or 224 at up to 6x), or 0; GCC 12 copies every sum twice a group where the count
+// is not a constant.
+template <int32_t kWindows, int32_t kGroups>
+void horizontal_wide_blocks(const uint8_t* planes, size_t stride, const WideTablesView& t, size_t n, uint8_t* dst) {
+  const size_t groups = kGroups > 0 ? kGroups : t.groups;
+  const __m512i half = _mm512_set1_epi32(1 << (kPilPrecisionBits - 1)), four = _mm512_set1_epi8(4);
+  const __mmask64 upper = ~__mmask64{0} << 32;  // outputs 8-15's bytes
+  const size_t blocks = (n + 15) / 16;
+  for (size_t b = 0; b < blocks; ++b) {
+    __m512i w[3][kWindows];
+    for (size_t ch = 0; ch < 3; ++ch) {
+      for (size_t k = 0; k < kWindows; ++k) {
+        w[ch][k] = _mm512_loadu_si512(planes + ch * stride + t.first[16 * b + k * 16 / kWindows]);
+      }
+    }
+    __m512i index = _mm512_loadu_si512(&t.index[64 * b]);
+    const int8_t* d = &t.digits[b * groups * 3 * 64];
+    __m512i sum[3][3];  // per channel and digit
+    for (auto& ch : sum) {
+      for (auto& s : ch) s = _mm512_setzero_si512();
+    }
+    for (size_t g = 0; g < groups; ++g, d += 3 * 64) {
+      const __m512i digit[3] = {_mm512_loadu_si512(d), _mm512_loadu_si512(d + 64), _mm512_loadu_si512(d + 128)};
+      for (size_t ch = 0; ch < 3; ++ch) {
+        __m512i px = _mm512_permutex2var_epi8(w[ch][0], index, w[ch][1]);
+        if (kWindows == 4) {
+          px = _mm512_mask_blend_epi8(upper, px, _mm512_permutex2var_epi8(w[ch][2 % kWindows], index, w[ch][3 % kWindows]));
+        }
+        for (size_t j = 0; j < 3; ++j) sum[ch][j] = _mm512_dpbusd_epi32(sum[ch][j], px, digit[j]);
+      }
+      index = _mm512_add_epi8(index, four);
+    }
+    __m512i v[3];
+    for (size_t ch = 0; ch < 3; ++ch) {
+      const __m512i s21 = _mm512_add_epi32(_mm512_slli_epi32(sum[ch][2], 8), sum[ch][1]);
+      const __m512i s = _mm512_add_epi32(_mm512_add_epi32(_mm512_slli_epi32(s21, 8), sum[ch][0]), half);
+      v[ch] = _mm512_srai_epi32(s, kPilPrecisionBits);
+    }
+    const size_t left = n - 16 * b;  // a whole store where at least 16 bytes (6 outputs) follow
+    store_rgb16(v[0], v[1], v[2], dst + 48 * b, left >= 16 + 6 ? 0 : left < 16 ? left : 16);
+  }
+}
+
+template <int32_t kGroups>
+void horizontal_wide_blocks_g(const uint8_t* planes, size_t stride, const WideTablesView& t, size_t n, uint8_t* dst) {
+  if (t.windows == 4) return horizontal_wide_blocks<4, kGroups>(planes, stride, t, n, dst);
+  horizontal_wide_blocks<2, kGroups>(planes, stride, t, n, dst);
+}
+
 }  // namespace
 
 void pil_horizontal_quads_avx512_vbmi(const uint8_t* planes, size_t stride, const TapTablesView& t,
@@ -28,6 +87,18 @@ void pil_horizontal2_quads_avx512_vbmi(const uint8_t* planes, size_t stride, con
                                        const int32_t* k8, size_t c0, size_t c1, uint8_t* dst0, uint8_t* dst1) {
   uint8_t* const rows[2] = {dst0, dst1};
   horizontal_quads_avx512<BlockWindow, 2>(planes, stride, t, first, k8, c0, c1, rows);
+}
+
+void pil_horizontal_wide_avx512_vbmi(const uint8_t* planes, size_t stride, const WideTablesView& t, size_t n,
+                                     uint8_t* dst) {
+  switch (t.groups) {
+    case 0: return horizontal_wide_avx512(planes, stride, t, n, dst);  // the quads form
+    case 3: return horizontal_wide_blocks_g<3>(planes, stride, t, n, dst);
+    case 4: return horizontal_wide_blocks_g<4>(planes, stride, t, n, dst);
+    case 5: return horizontal_wide_blocks_g<5>(planes, stride, t, n, dst);
+    case 6: return horizontal_wide_blocks_g<6>(planes, stride, t, n, dst);
+    default: return horizontal_wide_blocks_g<0>(planes, stride, t, n, dst);
+  }
 }
 
 }  // namespace patchfuse
