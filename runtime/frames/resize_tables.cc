@@ -37,8 +37,8 @@ void build_tap_tables(const AxisFilter& h, size_t c0, size_t c1, const ResizeFor
         if (!quads) {
           const size_t pair = b * t.pairs + i / 2;
           t.index[pair * 16 * lanes + 4 * j + 2 * (i % 2)] = at;
-          t.hi[pair * 8 * lanes + 2 * j + i % 2] = static_cast<int16_t>(k >> 8);
-          t.lo[pair * 8 * lanes + 2 * j + i % 2] = static_cast<int16_t>(k & 255);
+          t.hi[pair * 8 * lanes + 2 * j + i % 2] = pil_halves(k).hi;
+          t.lo[pair * 8 * lanes + 2 * j + i % 2] = pil_halves(k).lo;
           continue;
         }
         const size_t group = b * t.groups + i / 4;
@@ -112,8 +112,8 @@ bool build_wide_tables(const AxisFilter& h, size_t c0, size_t c1, const WidePass
       const int32_t k = h.fixed[c * h.taps + i];
       if (!quads) {
         int16_t* halves = &t.halves[(o * chunks + i / 16) * 32];
-        halves[i % 16] = static_cast<int16_t>(k >> 8);
-        halves[16 + i % 16] = static_cast<int16_t>(k & 255);
+        halves[i % 16] = pil_halves(k).hi;
+        halves[16 + i % 16] = pil_halves(k).lo;
         continue;
       }
       int8_t d[3];

@@ -54,6 +54,13 @@ static inline bool pil_digits(int32_t k, int8_t (&d)[3]) {
   return k >= -128 && k <= 127;
 }
 
+// A coefficient as the pairs' two int16 halves, k = 256 * hi + lo (hi signed, lo in 0..255): int16
+// multiply-adds of pixels by them are exact for |k| < 2^23 (resize.cc's bound).
+struct PilHalves {
+  int16_t hi, lo;
+};
+static inline PilHalves pil_halves(int32_t k) { return {static_cast<int16_t>(k >> 8), static_cast<int16_t>(k & 255)}; }
+
 // The horizontal kernels' tables (built by resize_tables.cc from the Resizer's coefficients), as
 // plain pointers: per block of `block` outputs in lanes of 4, in one of two forms.
 //  - pairs (AVX2, AVX-512, NEON): per pair of taps the byte shuffle (pshufb, tbl; vpermb with

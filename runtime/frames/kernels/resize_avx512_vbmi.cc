@@ -24,10 +24,10 @@ struct BlockWindow {
 // vpdpbusd add them times the digits into one sum a digit, S2, S1 and S0, which ((S2 * 256 + S1)
 // * 256 + S0) makes the exact sum (QuadSums' order, wrapping alike). Against the quads form's four
 // 16-byte loads and three inserts a vector and its adds across lanes, that is one or two vpermt2b
-// a vector, and taps in groups of 4 rather than chunks of 16 (21 taps: 6 groups, not 8).
-// kWindows: t.windows. kGroups: t.groups as a constant (3 to 6: windows of 9 to 24 taps, camera
-// frames to 384 or 224 at up to 6x), or 0; GCC 12 copies every sum twice a group where the count
-// is not a constant.
+// a vector, and taps in groups of 4 rather than chunks of 16 (20 taps: 5 groups, not 2 chunks of
+// 16). kWindows: t.windows. kGroups: t.groups as a constant (3 to 6: windows of 9 to 24 taps,
+// camera frames to 384 or 224 at up to 6x), or 0; GCC 12 copies every sum twice a group where
+// the count is not a constant.
 template <int32_t kWindows, int32_t kGroups>
 void horizontal_wide_blocks(const uint8_t* planes, size_t stride, const WideTablesView& t, size_t n, uint8_t* dst) {
   const size_t groups = kGroups > 0 ? kGroups : t.groups;
@@ -51,8 +51,8 @@ void horizontal_wide_blocks(const uint8_t* planes, size_t stride, const WideTabl
       const __m512i digit[3] = {_mm512_loadu_si512(d), _mm512_loadu_si512(d + 64), _mm512_loadu_si512(d + 128)};
       for (size_t ch = 0; ch < 3; ++ch) {
         __m512i px = _mm512_permutex2var_epi8(w[ch][0], index, w[ch][1]);
-        if (kWindows == 4) {
-          px = _mm512_mask_blend_epi8(upper, px, _mm512_permutex2var_epi8(w[ch][2 % kWindows], index, w[ch][3 % kWindows]));
+        if constexpr (kWindows == 4) {
+          px = _mm512_mask_blend_epi8(upper, px, _mm512_permutex2var_epi8(w[ch][2], index, w[ch][3]));
         }
         for (size_t j = 0; j < 3; ++j) sum[ch][j] = _mm512_dpbusd_epi32(sum[ch][j], px, digit[j]);
       }

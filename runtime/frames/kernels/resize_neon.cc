@@ -159,8 +159,8 @@ void pil_vertical_neon(const uint8_t* const* rows, const int32_t* k, int32_t cou
                        uint8_t* out) {
   int16_t halves[2 * 64 + 2];  // (hi, lo) per tap (count <= 64), and the last load's 2 spare lanes
   for (int32_t i = 0; i < count; ++i) {
-    halves[2 * i] = static_cast<int16_t>(k[i] >> 8);
-    halves[2 * i + 1] = static_cast<int16_t>(k[i] & 255);
+    halves[2 * i] = pil_halves(k[i]).hi;
+    halves[2 * i + 1] = pil_halves(k[i]).lo;
   }
   halves[2 * count] = halves[2 * count + 1] = 0;
   size_t x = 0;

@@ -6,11 +6,13 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "runtime/frames/kernels/kernels.h"
+
 namespace patchfuse {
 namespace {
 
 // The vertical kernels' pairs of taps: each pair's two rows (an odd count's last pair repeats its
-// row with k = 0) and its coefficients' halves (see TapTablesView) as the int16 pair (k0, k1) one
+// row with k = 0) and its coefficients' halves (pil_halves) as the int16 pair (k0, k1) one
 // madd multiplies the two rows' interleaved pixels with.
 struct RowPairs {
   static constexpr int32_t kMax = 32;  // the kernels take up to 64 taps
@@ -20,9 +22,9 @@ struct RowPairs {
   RowPairs(const uint8_t* const* r, const int32_t* k, int32_t count) : pairs((count + 1) / 2) {
     for (int32_t i = 0; i < 2 * pairs; ++i) rows[i] = r[(i < count ? i : count - 1)];
     for (int32_t i = 0; i < pairs; ++i) {
-      const int32_t k0 = k[2 * i], k1 = 2 * i + 1 < count ? k[2 * i + 1] : 0;
-      hi[i] = static_cast<int32_t>((static_cast<uint32_t>(k1 >> 8) << 16) | static_cast<uint16_t>(k0 >> 8));
-      lo[i] = ((k1 & 255) << 16) | (k0 & 255);
+      const PilHalves k0 = pil_halves(k[2 * i]), k1 = pil_halves(2 * i + 1 < count ? k[2 * i + 1] : 0);
+      hi[i] = static_cast<int32_t>((uint32_t{static_cast<uint16_t>(k1.hi)} << 16) | static_cast<uint16_t>(k0.hi));
+      lo[i] = (k1.lo << 16) | k0.lo;
     }
   }
 };
