@@ -189,8 +189,9 @@ std::vector<uint8_t> resize(const ResizeSpec& spec, const std::vector<uint8_t>& 
 
 // Pillow's five filters with taps (nearest has none), output widths around the form's block (one
 // less, equal, one more, several blocks and a tail), scales 0.3 to 3 and 5.5 (some blocks' windows
-// do not fit a vector and take the scalar loop: box at 5.5 in every form), and heights whose
-// vertical windows have 2 to about 30 taps.
+// do not fit a vector and take the scalar loop: box at 5.5 in every form), heights whose
+// vertical windows have 2 to about 30 taps, and the resized row whole or centre-cropped by 5
+// columns a side (CLIP's processors crop; the kept columns then start past the first).
 TEST_P(FrameKernels, ResizesAreThePortableResizes) {
   const size_t block = form().resize.block;
   int vector_runs = 0;
@@ -198,27 +199,31 @@ TEST_P(FrameKernels, ResizesAreThePortableResizes) {
        {Resample::kBox, Resample::kBilinear, Resample::kHamming, Resample::kBicubic, Resample::kLanczos}) {
     for (const size_t out_w : {block - 1, block, block + 1, 3 * block + 5, size_t{97}}) {
       for (const double scale : {0.3, 0.75, 1.0, 1.6, 2.2, 3.0, 5.5}) {
-        ResizeSpec spec;
-        spec.filter = filter;
-        spec.src_w = std::max<size_t>(1, static_cast<size_t>(static_cast<double>(out_w) * scale));
-        spec.src_h = static_cast<size_t>(9 * scale) + 1 + out_w % 5 * 4;
-        spec.resized_w = spec.out_w = out_w;
-        spec.resized_h = spec.out_h = 9;
-        const auto src = random_bytes(spec.src_h * spec.src_w * 3, static_cast<uint32_t>(out_w * 1000 + scale * 10));
-        SCOPED_TRACE(testing::Message() << resample_name(filter) << " " << spec.src_h << "x" << spec.src_w << " -> "
-                                        << spec.out_h << "x" << spec.out_w);
-        std::string kernel, oracle_kernel;
-        const auto got = resize(spec, src, form(), &kernel);
-        const auto want = resize(spec, src, portable(), &oracle_kernel);
-        EXPECT_EQ(oracle_kernel, "portable");
-        EXPECT_EQ(kernel, form().resize.name);
-        vector_runs += kernel != "portable";
-        ASSERT_EQ(got, want);
+        for (const size_t crop : {0u, 5u}) {
+          ResizeSpec spec;
+          spec.filter = filter;
+          spec.resized_w = out_w + 2 * crop;
+          spec.out_w = out_w;
+          spec.left = static_cast<int64_t>(crop);
+          spec.src_w = std::max<size_t>(1, static_cast<size_t>(static_cast<double>(spec.resized_w) * scale));
+          spec.src_h = static_cast<size_t>(9 * scale) + 1 + out_w % 5 * 4;
+          spec.resized_h = spec.out_h = 9;
+          const auto src = random_bytes(spec.src_h * spec.src_w * 3, static_cast<uint32_t>(out_w * 1000 + scale * 10));
+          SCOPED_TRACE(testing::Message() << resample_name(filter) << " " << spec.src_h << "x" << spec.src_w << " -> "
+                                          << spec.out_h << "x" << spec.resized_w << ", " << crop << " cropped a side");
+          std::string kernel, oracle_kernel;
+          const auto got = resize(spec, src, form(), &kernel);
+          const auto want = resize(spec, src, portable(), &oracle_kernel);
+          EXPECT_EQ(oracle_kernel, "portable");
+          EXPECT_EQ(kernel, form().resize.name);
+          vector_runs += kernel != "portable";
+          ASSERT_EQ(got, want);
+        }
       }
     }
   }
   if (GetParam() != SimdLevel::kBaseline) {
-    EXPECT_EQ(vector_runs, 5 * 5 * 7) << "every case ran the vector form";
+    EXPECT_EQ(vector_runs, 5 * 5 * 7 * 2) << "every case ran the vector form";
   }
 }
 
@@ -324,7 +329,9 @@ TEST_P(FrameKernels, HorizontalPassTakesEveryCoefficientTheResizerPasses) {
 // and 9 pixels apart (VBMI's blocks form takes some, its quads form the others: both run). The
 // planes end one pixel past the last window's first, as a window clipped at the right edge does,
 // so that ASan sees any read past their slack. Quad tables refuse a filter with one coefficient
-// whose top digit does not fit (8355712) and take 8355711; pair tables take both.
+// whose top digit does not fit (8355712) and take 8355711; pair tables take both. Then the blocks
+// form's bounds (windows ending at their 64th byte, and one past it), also for kept columns that
+// start past the first.
 TEST_P(FrameKernels, WidePassTakesEveryCoefficientItsTablesTake) {
   const ResizeForm& f = form().resize;
   if (f.wide.run == nullptr) GTEST_SKIP() << simd_level_name(GetParam()) << " has no wide horizontal pass";
@@ -390,6 +397,18 @@ TEST_P(FrameKernels, WidePassTakesEveryCoefficientItsTablesTake) {
     f.wide.run(planes.data(), stride, tables.view(), 16, got.data());
     EXPECT_EQ(got, want) << taps << " taps";
   }
+  // The same from the second column on (a crop): the eighth kept column, 16 taps, ends a byte
+  // past its window; the column before it in the axis has 15, which would fit.
+  AxisFilter h;
+  h.taps = 16;
+  for (int32_t c = 0; c < 17; ++c) {
+    h.first.push_back(7 * std::max(c - 1, 0));
+    h.count.push_back(c == 8 ? 16 : 15);
+    for (int32_t i = 0; i < 16; ++i) h.fixed.push_back(i < h.count.back() ? (1 << kPilPrecisionBits) / 16 : 0);
+  }
+  WideTables tables;
+  ASSERT_TRUE(build_wide_tables(h, 1, 17, f.wide, tables));
+  EXPECT_EQ(tables.windows, f.wide.blocks ? 4u : 0u) << "the kept columns' windows decide";
 }
 
 std::string level_name(const ::testing::TestParamInfo<SimdLevel>& info) { return simd_level_name(info.param); }
