@@ -79,10 +79,8 @@ bool build_wide_tables(const AxisFilter& h, size_t c0, size_t c1, const WidePass
   t.first.assign(16 * blocks, h.first[c1 - 1]);  // the padding: the last output's pixels, zero coefficients
   std::copy(h.first.begin() + static_cast<std::ptrdiff_t>(c0), h.first.begin() + static_cast<std::ptrdiff_t>(c1),
             t.first.begin());
-  size_t windows = 0;  // the fewest that fit, if any
-  for (const size_t w : {2, 4}) {
-    if (form.blocks && windows == 0 && blocks_fit(t.first, h, c0, c1, w)) windows = w;
-  }
+  const auto fits = [&](size_t w) { return form.blocks && blocks_fit(t.first, h, c0, c1, w); };
+  const size_t windows = fits(2) ? 2 : fits(4) ? 4 : 0;  // the fewest that fit, if any
   const bool quads = form.quads, by_blocks = windows > 0;
   const size_t groups = by_blocks ? (taps + 3) / 4 : 0, chunks = by_blocks ? 0 : (taps + 15) / 16;
   t.groups = groups;

@@ -187,8 +187,7 @@ void horizontal_wide_n(const uint8_t* planes, size_t stride, const WideTablesVie
   }
 }
 
-void horizontal_wide_avx512(const uint8_t* planes, size_t stride, const WideTablesView& t, size_t n,
-                                             uint8_t* dst) {
+void horizontal_wide_avx512(const uint8_t* planes, size_t stride, const WideTablesView& t, size_t n, uint8_t* dst) {
   with_chunks(t.chunks, [&](auto c) { horizontal_wide_n<decltype(c)::value>(planes, stride, t, n, dst); });
 }
 #endif
