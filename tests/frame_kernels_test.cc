@@ -323,6 +323,22 @@ TEST_P(FrameKernels, HorizontalPassTakesEveryCoefficientTheResizerPasses) {
   }
 }
 
+// Pillow's horizontal pass over outputs [0, n) of axis h, summed here output by output (Resample.c's
+// ImagingResampleHorizontal_8bpc), from R, G, B planes `stride` bytes apart; 64 guard bytes follow.
+std::vector<uint8_t> pillow_row(const std::vector<uint8_t>& planes, size_t stride, const AxisFilter& h, size_t n) {
+  std::vector<uint8_t> want(3 * n + 64, 0xA5);
+  for (size_t c = 0; c < n; ++c) {
+    for (size_t ch = 0; ch < 3; ++ch) {
+      int32_t sum = 1 << (kPilPrecisionBits - 1);
+      for (size_t i = 0; i < static_cast<size_t>(h.count[c]); ++i) {
+        sum += planes[ch * stride + static_cast<size_t>(h.first[c]) + i] * h.fixed[c * h.taps + i];
+      }
+      want[3 * c + ch] = pil_clip8(sum);
+    }
+  }
+  return want;
+}
+
 // The wide horizontal pass (windows of 9 to 64 taps, forms that have it) straight from its tables,
 // against Pillow's sum computed here output by output: 1 to 4 chunks of 16 taps, full and clipped
 // windows, widths with a partial last block, extreme coefficients whose digits fit, windows 1, 3
@@ -348,16 +364,8 @@ TEST_P(FrameKernels, WidePassTakesEveryCoefficientItsTablesTake) {
         ++(tables.groups > 0 ? by_blocks : by_chunks);
         const size_t stride = step * (outputs - 1) + 1 + kPlaneSlack;
         const auto planes = random_bytes(3 * stride, seed);
-        std::vector<uint8_t> got(3 * outputs + 64, 0xA5), want(got.size(), 0xA5);  // and a guard
-        for (size_t c = 0; c < outputs; ++c) {
-          for (size_t ch = 0; ch < 3; ++ch) {
-            int32_t sum = 1 << (kPilPrecisionBits - 1);
-            for (size_t i = 0; i < static_cast<size_t>(h.count[c]); ++i) {
-              sum += planes[ch * stride + static_cast<size_t>(h.first[c]) + i] * h.fixed[c * taps + i];
-            }
-            want[3 * c + ch] = pil_clip8(sum);
-          }
-        }
+        const auto want = pillow_row(planes, stride, h, outputs);
+        std::vector<uint8_t> got(want.size(), 0xA5);
         f.wide.run(planes.data(), stride, tables.view(), outputs, got.data());
         ASSERT_EQ(got, want);
         h.fixed[0] = 8355712;
@@ -386,14 +394,8 @@ TEST_P(FrameKernels, WidePassTakesEveryCoefficientItsTablesTake) {
     EXPECT_EQ(tables.groups > 0, tables.windows > 0);
     const size_t stride = 7 * 15 + 1 + kPlaneSlack;
     const auto planes = random_bytes(3 * stride, static_cast<uint32_t>(taps));
-    std::vector<uint8_t> got(3 * 16 + 64, 0xA5), want(got.size(), 0xA5);
-    for (size_t c = 0; c < 16; ++c) {
-      for (size_t ch = 0; ch < 3; ++ch) {
-        int32_t sum = 1 << (kPilPrecisionBits - 1);
-        for (size_t i = 0; i < taps; ++i) sum += planes[ch * stride + 7 * c + i] * h.fixed[i];
-        want[3 * c + ch] = pil_clip8(sum);
-      }
-    }
+    const auto want = pillow_row(planes, stride, h, 16);
+    std::vector<uint8_t> got(want.size(), 0xA5);
     f.wide.run(planes.data(), stride, tables.view(), 16, got.data());
     EXPECT_EQ(got, want) << taps << " taps";
   }

@@ -138,6 +138,13 @@ void horizontal_quads_avx512(const uint8_t* planes, size_t stride, const TapTabl
   horizontal_blocks<QuadSums<Window, 2>, Window, kRows>(planes, stride, t, first, k8, c0, c1, dst);
 }
 
+// store_rgb16's `last` for block b of a wide pass's n outputs, whose tables pad the last block: a
+// whole store where at least 16 bytes (6 outputs) follow, else the block's real outputs.
+size_t wide_block_last(size_t n, size_t b) {
+  const size_t left = n - 16 * b;
+  return left >= 16 + 6 ? 0 : left < 16 ? left : 16;
+}
+
 // The wide pass (WideTablesView), 16 outputs a block: per channel four vectors, group q's lane L
 // holding output 4L + q's window, 16 taps a chunk (each lane its own 16-byte load), and its sums
 // digit by digit as QuadSums does, Pillow's half in one dword a lane so that each output gets it
@@ -182,8 +189,7 @@ void horizontal_wide_n(const uint8_t* planes, size_t stride, const WideTablesVie
       v[ch] = _mm512_srai_epi32(_mm512_add_epi32(_mm512_unpacklo_epi64(s01, s23), _mm512_unpackhi_epi64(s01, s23)),
                                 kPilPrecisionBits);
     }
-    const size_t left = n - 16 * b;  // a whole store where at least 16 bytes (6 outputs) follow
-    store_rgb16(v[0], v[1], v[2], dst + 48 * b, left >= 16 + 6 ? 0 : left < 16 ? left : 16);
+    store_rgb16(v[0], v[1], v[2], dst + 48 * b, wide_block_last(n, b));
   }
 }
 

@@ -64,8 +64,7 @@ void horizontal_wide_blocks(const uint8_t* planes, size_t stride, const WideTabl
       const __m512i s = _mm512_add_epi32(_mm512_add_epi32(_mm512_slli_epi32(s21, 8), sum[ch][0]), half);
       v[ch] = _mm512_srai_epi32(s, kPilPrecisionBits);
     }
-    const size_t left = n - 16 * b;  // a whole store where at least 16 bytes (6 outputs) follow
-    store_rgb16(v[0], v[1], v[2], dst + 48 * b, left >= 16 + 6 ? 0 : left < 16 ? left : 16);
+    store_rgb16(v[0], v[1], v[2], dst + 48 * b, wide_block_last(n, b));
   }
 }
 
