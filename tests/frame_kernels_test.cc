@@ -267,11 +267,12 @@ AxisFilter extreme_axis(size_t outputs, size_t taps, size_t step, uint32_t seed)
   return h;
 }
 
-// The vertical pass straight, against the portable one: 1 to 64 taps (whole quads and pairs, and
-// not), rows of 1 to 200 values (whole 64-value steps and tails), extreme coefficients.
+// The vertical pass straight, against the portable one: 1 to kPilMaxTaps taps (whole quads and
+// pairs, and not), rows of 1 to 200 values (whole 64-value steps and tails), extreme coefficients.
 TEST_P(FrameKernels, VerticalPassTakesEveryCoefficientTheResizerPasses) {
   if (GetParam() == SimdLevel::kBaseline) GTEST_SKIP() << "the portable form has no vertical kernel";
-  for (const int32_t count : {1, 2, 3, 4, 5, 7, 8, 9, 16, 17, 33, 64}) {
+  static_assert(kPilMaxTaps == 256, "the counts below end at kPilMaxTaps");
+  for (const int32_t count : {1, 2, 3, 4, 5, 7, 8, 9, 16, 17, 33, 64, 65, 73, 255, 256}) {
     for (const size_t n : {size_t{1}, size_t{63}, size_t{64}, size_t{65}, size_t{200}}) {
       for (uint32_t trial = 0; trial < 6; ++trial) {
         const auto seed = static_cast<uint32_t>(count * 1000 + n * 10 + trial);
@@ -339,8 +340,9 @@ std::vector<uint8_t> pillow_row(const std::vector<uint8_t>& planes, size_t strid
   return want;
 }
 
-// The wide horizontal pass (windows of 9 to 64 taps, forms that have it) straight from its tables,
-// against Pillow's sum computed here output by output: 1 to 4 chunks of 16 taps, full and clipped
+// The wide horizontal pass (windows of 9 to kPilMaxTaps taps, forms that have it) straight from its
+// tables, against Pillow's sum computed here output by output: 1 to 16 chunks of 16 taps (up to 4
+// unrolled, more in a loop; one tap more is the scalar pass's), full and clipped
 // windows, widths with a partial last block, extreme coefficients whose digits fit, windows 1, 3
 // and 9 pixels apart (VBMI's blocks form takes some, its quads form the others: both run). The
 // planes end one pixel past the last window's first, as a window clipped at the right edge does,
@@ -352,7 +354,8 @@ TEST_P(FrameKernels, WidePassTakesEveryCoefficientItsTablesTake) {
   const ResizeForm& f = form().resize;
   if (f.wide.run == nullptr) GTEST_SKIP() << simd_level_name(GetParam()) << " has no wide horizontal pass";
   size_t by_blocks = 0, by_chunks = 0;
-  for (const size_t taps : {9u, 16u, 17u, 33u, 64u}) {
+  static_assert(kPilMaxTaps == 256, "the tap counts below end at kPilMaxTaps");
+  for (const size_t taps : {9u, 16u, 17u, 33u, 64u, 65u, 77u, 256u}) {
     for (const size_t outputs : {1u, 16u, 21u, 22u, 37u}) {
       for (const size_t step : {1u, 3u, 9u}) {
         const auto seed = static_cast<uint32_t>(taps * 1000 + outputs * 10 + step);
@@ -375,6 +378,9 @@ TEST_P(FrameKernels, WidePassTakesEveryCoefficientItsTablesTake) {
       }
     }
   }
+  WideTables too_wide;
+  EXPECT_FALSE(build_wide_tables(extreme_axis(16, kPilMaxTaps + 1, 1, 1), 0, 16, f.wide, too_wide))
+      << "past kPilMaxTaps: the scalar pass";
   EXPECT_GT(by_chunks, 0u);
   EXPECT_EQ(by_blocks > 0, f.wide.blocks) << "the blocks form where the form takes it and the halves fit";
   // The blocks form's bounds: box filters 7 pixels apart, each half's last window ending at its

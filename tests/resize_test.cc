@@ -97,7 +97,7 @@ TEST_P(ResizeAt, PilIsPillowByteForByte) {
     EXPECT_EQ(differ, 0u) << name(c) << ": bytes that differ from Pillow's (exact match required)";
     ++checked;
   }
-  EXPECT_EQ(checked, 108);  // 18 geometries x 6 filters
+  EXPECT_EQ(checked, 120);  // 20 geometries x 6 filters
 }
 
 TEST(Resize, TorchIsWithinOneLevelOfTorch) {
@@ -118,7 +118,7 @@ TEST(Resize, TorchIsWithinOneLevelOfTorch) {
     EXPECT_LE(differ, got.size() / 100 + 2) << name(c);
     ++checked;
   }
-  EXPECT_EQ(checked, 54);  // 18 geometries x 3 filters
+  EXPECT_EQ(checked, 60);  // 20 geometries x 3 filters
 }
 
 TEST_P(ResizeAt, ShortestEdgeAndCentreCropAreTransformers) {

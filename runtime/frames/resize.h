@@ -74,7 +74,7 @@ class Resizer {
   PilHorizontalFn horizontal_ = nullptr;
   PilHorizontal2Fn horizontal2_ = nullptr;  // where the form has it, ring rows are filled two at a time
   PilVerticalFn vertical_ = nullptr;
-  PilHorizontalWideFn wide_ = nullptr;      // windows of 9 to 64 taps, where the form has them
+  PilHorizontalWideFn wide_ = nullptr;      // windows of 9 to kPilMaxTaps taps, where the form has them
   WideTables wide_tables_;
   PlanesForm planes_ = frame_kernels(SimdLevel::kBaseline).planes;  // planes_row's splits
   std::vector<int32_t> h8_;   // the horizontal kernels' coefficients, 8 per output; empty: wide_ or the scalar pass

@@ -74,7 +74,7 @@ bool blocks_fit(const std::vector<int32_t>& first, const AxisFilter& h, size_t c
 
 bool build_wide_tables(const AxisFilter& h, size_t c0, size_t c1, const WidePass& form, WideTables& t) {
   const auto taps = static_cast<size_t>(*std::max_element(h.count.begin(), h.count.end()));
-  if (taps <= kPilKernelTaps || taps > 64 || c1 <= c0) return false;
+  if (taps <= kPilKernelTaps || taps > kPilMaxTaps || c1 <= c0) return false;
   const size_t n = c1 - c0, blocks = (n + 15) / 16;
   t.first.assign(16 * blocks, h.first[c1 - 1]);  // the padding: the last output's pixels, zero coefficients
   std::copy(h.first.begin() + static_cast<std::ptrdiff_t>(c0), h.first.begin() + static_cast<std::ptrdiff_t>(c1),
@@ -119,8 +119,8 @@ bool build_wide_tables(const AxisFilter& h, size_t c0, size_t c1, const WidePass
       for (size_t digit = 0; digit < 3; ++digit) digit_at(o, i, digit) = d[digit];
       sum += k;
     }
-    if (!t.bias.empty()) {  // sdot's first-digit sums start from the bias and add at most 64 * 128 * 128 = 2^20
-      if (128 * std::abs(sum) + (int64_t{1} << 20) >= (int64_t{1} << 31)) return false;
+    if (!t.bias.empty()) {  // sdot's first-digit sums start from the bias and add at most 128 * 128 a tap
+      if (128 * std::abs(sum) + int64_t{128 * 128} * h.count[c] >= (int64_t{1} << 31)) return false;
       t.bias[o] = static_cast<int32_t>(128 * sum);
     }
   }

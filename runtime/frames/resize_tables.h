@@ -64,7 +64,7 @@ struct WideTables {
     return {chunks, groups, windows, first.data(), index.data(), digits.data(), halves.data(), bias.data()};
   }
 };
-// WideTables for columns [c0, c1) of axis h, whose windows have 9 to 64 taps, in `form`'s layout
+// WideTables for columns [c0, c1) of axis h, whose windows have 9 to kPilMaxTaps taps, in `form`'s layout
 // (blocks where the form takes them and every block fits, else quads or pairs): false (the scalar
 // pass) where they have fewer or more, or for digits where a coefficient's do not fit
 // (pil_digits) or the bias could leave int32 with the sums (pairs take every |k| < 2^23,

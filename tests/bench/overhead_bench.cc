@@ -16,7 +16,8 @@
 // (frame_gemm_bench.cc, in this binary where oneDNN is built).
 // Resize/...: the runtime's resize alone, 1 thread, on the camera sizes the camera issue names
 // (1280x720 RGB -> 728x1288 and 1920x1080 -> 728x1316, BICUBIC; pil and torch semantics; NV12
-// with its conversion; 1280x720 and 1920x1080 -> SigLIP's 384x384 and 224x224), to set beside Pillow's Image.resize on the same sizes
+// with its conversion; 1280x720 and 1920x1080 -> SigLIP's 384x384 and 224x224, and 4K and 12 MP
+// -> 224x224), to set beside Pillow's Image.resize on the same sizes
 // (tests/bench/pillow_resize.py, run alternately with this binary by tests/bench/resize_vs_pillow.sh);
 // Resize/bound/...: every source byte read and every output byte written once, the least memory
 // traffic a resize of those sizes does, to set the resize's time against.
@@ -27,6 +28,7 @@
 #include <cstdio>
 #include <cstring>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "runtime/frames/gather.h"
@@ -363,18 +365,22 @@ void args(benchmark::internal::Benchmark* b) {
   using patchfuse::PixelFormat;
   using patchfuse::ResizeSemantics;
   const auto ms = [](benchmark::internal::Benchmark* b) { b->UseRealTime()->Unit(benchmark::kMillisecond); };
-  benchmark::RegisterBenchmark("Resize/pil/rgb/1280x720->728x1288", resize_only, PixelFormat::kRgb, ResizeSemantics::kPil,
-                               1280, 720, 728, 1288)->Apply(ms);
-  benchmark::RegisterBenchmark("Resize/pil/rgb/1920x1080->728x1316", resize_only, PixelFormat::kRgb, ResizeSemantics::kPil,
-                               1920, 1080, 728, 1316)->Apply(ms);
-  // SigLIP's processor (384x384 or 224x224, any aspect): horizontal windows of 15, 21 and 35 taps,
-  // the wide pass (VBMI's blocks form takes the first two).
-  benchmark::RegisterBenchmark("Resize/pil/rgb/1280x720->384x384", resize_only, PixelFormat::kRgb, ResizeSemantics::kPil,
-                               1280, 720, 384, 384)->Apply(ms);
-  benchmark::RegisterBenchmark("Resize/pil/rgb/1920x1080->384x384", resize_only, PixelFormat::kRgb, ResizeSemantics::kPil,
-                               1920, 1080, 384, 384)->Apply(ms);
-  benchmark::RegisterBenchmark("Resize/pil/rgb/1920x1080->224x224", resize_only, PixelFormat::kRgb, ResizeSemantics::kPil,
-                               1920, 1080, 224, 224)->Apply(ms);
+  // RGB into Pillow's bicubic: the camera issue's Qwen2-VL sizes; SigLIP's processor (384x384 or
+  // 224x224, any aspect): horizontal windows of 15, 21 and 35 taps, the wide pass (VBMI's blocks
+  // form takes the first two); a 4K frame and a 12 MP photo (both ways up) to 224: windows of 71
+  // and 73 taps, past the unrolled 64 (the wide pass's loop over chunks; the vertical pass's over
+  // quads).
+  struct Sizes {
+    size_t src_w, src_h, out_h, out_w;
+  };
+  for (const Sizes& z : {Sizes{1280, 720, 728, 1288}, Sizes{1920, 1080, 728, 1316}, Sizes{1280, 720, 384, 384},
+                         Sizes{1920, 1080, 384, 384}, Sizes{1920, 1080, 224, 224}, Sizes{3840, 2160, 224, 224},
+                         Sizes{4032, 3024, 224, 224}, Sizes{3024, 4032, 224, 224}}) {
+    const std::string name = "Resize/pil/rgb/" + std::to_string(z.src_w) + "x" + std::to_string(z.src_h) + "->" +
+                             std::to_string(z.out_h) + "x" + std::to_string(z.out_w);
+    benchmark::RegisterBenchmark(name.c_str(), resize_only, PixelFormat::kRgb, ResizeSemantics::kPil, z.src_w, z.src_h,
+                                 z.out_h, z.out_w)->Apply(ms);
+  }
   benchmark::RegisterBenchmark("Resize/torch/rgb/1280x720->728x1288", resize_only, PixelFormat::kRgb, ResizeSemantics::kTorch,
                                1280, 720, 728, 1288)->Apply(ms);
   benchmark::RegisterBenchmark("Resize/pil/nv12/1920x1080->728x1316", resize_only, PixelFormat::kNv12, ResizeSemantics::kPil,

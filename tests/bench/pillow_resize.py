@@ -12,7 +12,8 @@ from PIL import Image
 runs = int(sys.argv[1]) if len(sys.argv) > 1 else 20
 rng = np.random.default_rng(11)
 SIZES = (((1280, 720), (1288, 728)), ((1920, 1080), (1316, 728)),  # Qwen2-VL's smart resize
-         ((1280, 720), (384, 384)), ((1920, 1080), (384, 384)), ((1920, 1080), (224, 224)))  # SigLIP's
+         ((1280, 720), (384, 384)), ((1920, 1080), (384, 384)), ((1920, 1080), (224, 224)),  # SigLIP's
+         ((3840, 2160), (224, 224)), ((4032, 3024), (224, 224)), ((3024, 4032), (224, 224)))  # past 64 taps
 for (w, h), (tw, th) in SIZES:
     img = Image.fromarray(rng.integers(0, 256, (h, w, 3), dtype=np.uint8), "RGB")
     img.resize((tw, th), Image.Resampling.BICUBIC, reducing_gap=None)

@@ -30,11 +30,16 @@ constexpr double kPixelScale = 1.0 / 256;
 // Pillow's fixed point: coefficients with 22 fractional bits (Resample.c's PRECISION_BITS).
 constexpr int kPilPrecisionBits = 32 - 8 - 2;
 // The most taps the horizontal kernels take (8 coefficients an output); wider windows run the
-// Resizer's scalar pass.
+// wide pass.
 constexpr size_t kPilKernelTaps = 8;
+// The most taps the wide and vertical passes take: downscales up to 63x bicubic (a 12 MP photo
+// to 224 is 18x, 73 taps); wider windows run the Resizer's scalar passes. The bound is the pairs'
+// (NEON's fold_halves shifts a sum of hi halves, which must not wrap): 256 * 255 * 2^15 < 2^31.
+constexpr size_t kPilMaxTaps = 256;
 // The bytes a horizontal kernel may read past a source plane's last pixel: a 64-byte load at any
-// pixel (the VBMI forms' windows).
-constexpr size_t kPlaneSlack = 64;
+// pixel (the VBMI forms' windows), or a window's 16-byte chunks from its first pixel (at most
+// kPilMaxTaps bytes).
+constexpr size_t kPlaneSlack = kPilMaxTaps;
 
 // Pillow's rounding clip of a fixed-point sum to a byte.
 static inline uint8_t pil_clip8(int32_t v) {
@@ -84,7 +89,8 @@ struct TapTablesView {
   const int32_t* bias = nullptr;         // per output of a block: 128 * its coefficients' sum (sdot)
 };
 
-// The wide horizontal kernels' tables (resize_tables.cc's WideTables): windows of 9 to 64 taps.
+// The wide horizontal kernels' tables (resize_tables.cc's WideTables): windows of 9 to
+// kPilMaxTaps taps.
 // Outputs come in blocks of 16, the last padded (its extra outputs repeat the last's first pixel
 // with zero coefficients); per output its first source pixel, and in one of three forms
 // (WidePass):
@@ -102,7 +108,7 @@ struct TapTablesView {
 //  - pairs (AVX2, NEON), chunks as quads: per output and chunk its 16 coefficients' high halves,
 //    then their low halves (k = 256 * hi + lo, as TapTablesView's pairs).
 struct WideTablesView {
-  size_t chunks = 0;                // quads, pairs: 16 taps each, 1 to 4
+  size_t chunks = 0;                // quads, pairs: 16 taps each, 1 to kPilMaxTaps / 16
   size_t groups = 0;                // blocks: 4 taps each, 3 to 16 (0: another form)
   size_t windows = 0;               // blocks: 2 or 4 a block
   const int32_t* first = nullptr;   // per output (padded)
@@ -123,14 +129,15 @@ using PilHorizontal = void(const uint8_t* planes, size_t stride, const TapTables
 // 3 * stride on), written to dst0 and dst1: each block's tables serve both.
 using PilHorizontal2 = void(const uint8_t* planes, size_t stride, const TapTablesView& t, const int32_t* first,
                             const int32_t* k8, size_t c0, size_t c1, uint8_t* dst0, uint8_t* dst1);
-// Outputs [0, n) of the kept columns over windows of 9 to 64 taps (WideTablesView), the planes as
+// Outputs [0, n) of the kept columns over windows of 9 to kPilMaxTaps taps (WideTablesView), the planes as
 // for PilHorizontal (kPlaneSlack covers a window's last chunk).
 using PilHorizontalWide = void(const uint8_t* planes, size_t stride, const WideTablesView& t, size_t n, uint8_t* dst);
 // The same without tables, 8 taps an output, one output at a time: a form's tail, and its blocks
 // whose windows do not fit a vector.
 using PilHorizontalK8 = void(const uint8_t* planes, size_t stride, const int32_t* first, const int32_t* k8, size_t c0,
                              size_t c1, uint8_t* dst);
-// The pil vertical pass: out[x] from rows[0..count)[x] and coefficients k, x < n; 1 <= count <= 64.
+// The pil vertical pass: out[x] from rows[0..count)[x] and coefficients k, x < n;
+// 1 <= count <= kPilMaxTaps.
 using PilVertical = void(const uint8_t* const* rows, const int32_t* k, int32_t count, size_t n, uint8_t* out);
 // 3 (rgb) or 4 (rgba, alpha dropped) interleaved bytes a pixel -> bytes 0, 1, 2 to p0, p1, p2.
 using Split = void(const uint8_t* src, size_t width, uint8_t* p0, uint8_t* p1, uint8_t* p2);
@@ -164,7 +171,7 @@ using EmitRgbRowsF32Fn = EmitRgbRows<float>*;
 using EmitRgbRowsBf16Fn = EmitRgbRows<uint16_t>*;
 using EmitRgbRowsU8Fn = EmitRgbRows<uint8_t>*;
 
-// A form's pass for windows of 9 to 64 taps and its tables' form (WideTablesView): quads (VNNI's
+// A form's pass for windows of 9 to kPilMaxTaps taps and its tables' form (WideTablesView): quads (VNNI's
 // vpdpbusd) or pairs, and blocks first where they fit (VBMI: its pass runs quads' tables too).
 struct WidePass {
   PilHorizontalWideFn run = nullptr;
@@ -181,7 +188,7 @@ struct ResizeForm {
   PilHorizontalFn horizontal;
   PilVerticalFn vertical;
   PilHorizontal2Fn horizontal2 = nullptr;  // two rows a call, where the form has it (the Resizer pairs rows)
-  WidePass wide = {};                      // windows of 9 to 64 taps, where the form has them
+  WidePass wide = {};                      // windows of 9 to kPilMaxTaps taps, where the form has them
 };
 struct PlanesForm {
   const char* name;

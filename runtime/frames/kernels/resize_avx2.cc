@@ -22,8 +22,8 @@ __m256i dot8(const uint8_t* p, const int32_t* k) {
 }
 
 // Rounds and shifts 8 sums given as 256 * hi + lo (see TapTablesView). The clamp to 0..255 is the
-// saturating packs that follow (int32 -> uint16 -> uint8): exact, as a shifted sum is at most 64
-// taps * 255 * 2 (|k| < 2^23) < 2^15 in magnitude, so no value wraps on the way.
+// saturating packs that follow (int32 -> uint16 -> uint8): exact, as an int32 shifted right by 22
+// is within -512..511, so no value wraps on the way.
 // The low halves' accumulators start at the rounding half (rounding8), which saves an add here.
 __m256i rounding8() { return _mm256_set1_epi32(1 << (kPilPrecisionBits - 1)); }
 __m256i shift8x8(__m256i hi, __m256i lo_rounded) {
@@ -127,7 +127,7 @@ template <int32_t kPairs>
 size_t vertical_n(const RowPairs& rp, size_t n, uint8_t* out) {
   const int32_t pairs = kPairs > 0 ? kPairs : rp.pairs;
   const uint8_t* const* r = rp.rows;
-  __m256i kh[RowPairs::kMax], kl[RowPairs::kMax];
+  __m256i kh[kPairs > 0 ? kPairs : RowPairs::kMax], kl[kPairs > 0 ? kPairs : RowPairs::kMax];
   for (int32_t i = 0; i < pairs; ++i) {
     kh[i] = _mm256_set1_epi32(rp.hi[i]);
     kl[i] = _mm256_set1_epi32(rp.lo[i]);
@@ -161,9 +161,11 @@ size_t vertical_n(const RowPairs& rp, size_t n, uint8_t* out) {
 // The wide pass (WideTablesView's halves), 8 outputs a block: each output's window 16 taps a
 // chunk, widened to int16 in one vector and multiplied by its coefficients' halves (two madds, as
 // the pairs above), Pillow's half in one dword; the 8 outputs' vectors are then added across by
-// three rounds of hadd and one of lane swaps, which leaves them in order. kChunks: t.chunks.
+// three rounds of hadd and one of lane swaps, which leaves them in order. kChunks: t.chunks as a
+// constant, or 0 (with_pairs).
 template <int32_t kChunks>
 void horizontal_wide_n(const uint8_t* planes, size_t stride, const WideTablesView& t, size_t n, uint8_t* dst) {
+  const size_t chunks = kChunks > 0 ? kChunks : t.chunks;
   const __m256i half = _mm256_setr_epi32(1 << (kPilPrecisionBits - 1), 0, 0, 0, 0, 0, 0, 0);
   for (size_t x = 0; x < n; x += 8) {
     __m256i v[3];
@@ -172,10 +174,10 @@ void horizontal_wide_n(const uint8_t* planes, size_t stride, const WideTablesVie
       __m256i s[8];
       for (size_t o = 0; o < 8; ++o) {
         s[o] = half;
-        for (size_t g = 0; g < kChunks; ++g) {
+        for (size_t g = 0; g < chunks; ++g) {
           const __m256i px =
               _mm256_cvtepu8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + t.first[x + o] + 16 * g)));
-          const int16_t* k = &t.halves[((x + o) * kChunks + g) * 32];
+          const int16_t* k = &t.halves[((x + o) * chunks + g) * 32];
           const __m256i hi = _mm256_madd_epi16(px, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(k)));
           const __m256i lo = _mm256_madd_epi16(px, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(k + 16)));
           s[o] = _mm256_add_epi32(s[o], _mm256_add_epi32(_mm256_slli_epi32(hi, 8), lo));
@@ -199,7 +201,7 @@ void horizontal_wide_n(const uint8_t* planes, size_t stride, const WideTablesVie
 }  // namespace
 
 void pil_horizontal_wide_avx2(const uint8_t* planes, size_t stride, const WideTablesView& t, size_t n, uint8_t* dst) {
-  with_chunks(t.chunks, [&](auto c) { horizontal_wide_n<decltype(c)::value>(planes, stride, t, n, dst); });
+  with_pairs(t.chunks, [&](auto c) { horizontal_wide_n<decltype(c)::value>(planes, stride, t, n, dst); });
 }
 
 void pil_horizontal_pairs_avx2(const uint8_t* planes, size_t stride, const TapTablesView& t, const int32_t* first,

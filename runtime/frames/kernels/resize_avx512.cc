@@ -59,7 +59,7 @@ template <int32_t kPairs>
 void vertical_n(const RowPairs& rp, size_t n, uint8_t* out) {
   const int32_t pairs = kPairs > 0 ? kPairs : rp.pairs;
   const uint8_t* const* r = rp.rows;
-  __m512i kh[RowPairs::kMax], kl[RowPairs::kMax];
+  __m512i kh[kPairs > 0 ? kPairs : RowPairs::kMax], kl[kPairs > 0 ? kPairs : RowPairs::kMax];
   for (int32_t i = 0; i < pairs; ++i) {
     kh[i] = _mm512_set1_epi32(rp.hi[i]);
     kl[i] = _mm512_set1_epi32(rp.lo[i]);

@@ -149,19 +149,21 @@ size_t wide_block_last(size_t n, size_t b) {
 // holding output 4L + q's window, 16 taps a chunk (each lane its own 16-byte load), and its sums
 // digit by digit as QuadSums does, Pillow's half in one dword a lane so that each output gets it
 // once. The four dwords of a lane are then added across the four vectors with two rounds of
-// unpacks, which leaves lane L with outputs 4L .. 4L + 3: the block in order. kChunks: t.chunks.
+// unpacks, which leaves lane L with outputs 4L .. 4L + 3: the block in order. kChunks: t.chunks
+// as a constant, or 0 (with_pairs).
 template <int32_t kChunks>
 void horizontal_wide_n(const uint8_t* planes, size_t stride, const WideTablesView& t, size_t n, uint8_t* dst) {
+  const size_t chunks = kChunks > 0 ? kChunks : t.chunks;
   const __m512i half = _mm512_maskz_mov_epi32(0x1111, digits_half());
   const size_t blocks = (n + 15) / 16;
   for (size_t b = 0; b < blocks; ++b) {
     const int32_t* first = &t.first[16 * b];
     __m512i acc[3][4];  // per channel and group
     for (size_t q = 0; q < 4; ++q) {
-      __m512i w[3][kChunks];
+      __m512i w[3][kChunks > 0 ? kChunks : kPilMaxTaps / 16];
       for (size_t ch = 0; ch < 3; ++ch) {
         const uint8_t* p = planes + ch * stride;
-        for (size_t g = 0; g < kChunks; ++g) {
+        for (size_t g = 0; g < chunks; ++g) {
           const auto at = [&](size_t lane) {
             return _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + first[4 * lane + q] + 16 * g));
           };
@@ -170,9 +172,9 @@ void horizontal_wide_n(const uint8_t* planes, size_t stride, const WideTablesVie
         }
         acc[ch][q] = half;
       }
-      const int8_t* d = &t.digits[(4 * b + q) * kChunks * 3 * 64];
+      const int8_t* d = &t.digits[(4 * b + q) * chunks * 3 * 64];
       for (int digit = 2; digit >= 0; --digit) {
-        for (size_t g = 0; g < kChunks; ++g) {  // one load of the digits serves the three channels
+        for (size_t g = 0; g < chunks; ++g) {  // one load of the digits serves the three channels
           const __m512i dg = _mm512_loadu_si512(d + (3 * g + static_cast<size_t>(digit)) * 64);
           for (size_t ch = 0; ch < 3; ++ch) acc[ch][q] = _mm512_dpbusd_epi32(acc[ch][q], w[ch][g], dg);
         }
@@ -194,7 +196,7 @@ void horizontal_wide_n(const uint8_t* planes, size_t stride, const WideTablesVie
 }
 
 void horizontal_wide_avx512(const uint8_t* planes, size_t stride, const WideTablesView& t, size_t n, uint8_t* dst) {
-  with_chunks(t.chunks, [&](auto c) { horizontal_wide_n<decltype(c)::value>(planes, stride, t, n, dst); });
+  with_pairs(t.chunks, [&](auto c) { horizontal_wide_n<decltype(c)::value>(planes, stride, t, n, dst); });
 }
 #endif
 #if defined(__AVX512VNNI__)
@@ -202,7 +204,7 @@ void horizontal_wide_avx512(const uint8_t* planes, size_t stride, const WideTabl
 // with k = 0) and its coefficients' digits (pil_digits), the four rows' bytes in one dword a digit.
 // fits: every coefficient's digits fit (else the row runs the portable pass).
 struct RowQuads {
-  static constexpr int32_t kMax = 16;  // the kernels take up to 64 taps
+  static constexpr int32_t kMax = kPilMaxTaps / 4;
   int32_t quads;
   bool fits = true;
   const uint8_t* rows[4 * kMax];
@@ -229,12 +231,12 @@ template <int32_t kQuads>
 void vertical_quads_n(const RowQuads& rq, size_t n, uint8_t* out) {
   const int32_t quads = kQuads > 0 ? kQuads : rq.quads;
   const uint8_t* const* r = rq.rows;
-  __m512i digit[RowQuads::kMax][3];
+  __m512i digit[kQuads > 0 ? kQuads : RowQuads::kMax][3];
   for (int32_t i = 0; i < quads; ++i) {
     for (int j = 0; j < 3; ++j) digit[i][j] = _mm512_set1_epi32(rq.digits[i][j]);
   }
   const auto step = [&](size_t x, __mmask64 mask) {
-    __m512i px[RowQuads::kMax][4];
+    __m512i px[kQuads > 0 ? kQuads : RowQuads::kMax][4];
     for (int32_t i = 0; i < quads; ++i) {
       const auto row = [&](int32_t j) { return _mm512_maskz_loadu_epi8(mask, r[4 * i + j] + x); };
       const __m512i a = row(0), b = row(1), c = row(2), e = row(3);

@@ -108,18 +108,20 @@ size_t vertical_unrolled(const uint8_t* const* rows, const int16_t* halves, size
 // The wide pass's lane of 4 outputs over the pairs (WideTablesView's halves): per output its
 // window's 16-tap chunks widened to int16 and multiplied by the halves (smlal) into 4 lanes of high
 // and 4 of low sums, which two rounds of pairwise adds gather; then fold_halves, as the pairs pass.
+// Chunks: t.chunks as a constant, or 0 (with_pairs).
 template <int32_t Chunks>
 struct WidePairsLane {
   static constexpr int kShift = kHalvesShift;
   static int32x4_t sums(const uint8_t* p, const WideTablesView& t, size_t x) {
+    const size_t chunks = Chunks > 0 ? Chunks : t.chunks;
     int32x4_t h[4], l[4];
     for (size_t o = 0; o < 4; ++o) {
       h[o] = l[o] = vdupq_n_s32(0);
-      for (size_t g = 0; g < Chunks; ++g) {
+      for (size_t g = 0; g < chunks; ++g) {
         const uint8x16_t px = vld1q_u8(p + t.first[x + o] + 16 * g);
         const int16x8_t a = vreinterpretq_s16_u16(vmovl_u8(vget_low_u8(px)));
         const int16x8_t b = vreinterpretq_s16_u16(vmovl_u8(vget_high_u8(px)));
-        const int16_t* k = &t.halves[((x + o) * Chunks + g) * 32];
+        const int16_t* k = &t.halves[((x + o) * chunks + g) * 32];
         const int16x8_t h0 = vld1q_s16(k), h1 = vld1q_s16(k + 8), l0 = vld1q_s16(k + 16), l1 = vld1q_s16(k + 24);
         h[o] = mlal_high(vmlal_s16(h[o], vget_low_s16(a), vget_low_s16(h0)), a, h0);
         h[o] = mlal_high(vmlal_s16(h[o], vget_low_s16(b), vget_low_s16(h1)), b, h1);
@@ -135,7 +137,7 @@ struct WidePairsLane {
 }  // namespace
 
 void pil_horizontal_wide_neon(const uint8_t* planes, size_t stride, const WideTablesView& t, size_t n, uint8_t* dst) {
-  with_chunks(t.chunks, [&](auto c) { wide_blocks_neon<WidePairsLane<decltype(c)::value>>(planes, stride, t, n, dst); });
+  with_pairs(t.chunks, [&](auto c) { wide_blocks_neon<WidePairsLane<decltype(c)::value>>(planes, stride, t, n, dst); });
 }
 
 void pil_horizontal_pairs_neon(const uint8_t* planes, size_t stride, const TapTablesView& t,
@@ -157,7 +159,7 @@ void pil_horizontal_pairs_neon(const uint8_t* planes, size_t stride, const TapTa
 // each tap's halves one 8-byte load.
 void pil_vertical_neon(const uint8_t* const* rows, const int32_t* k, int32_t count, size_t n,
                        uint8_t* out) {
-  int16_t halves[2 * 64 + 2];  // (hi, lo) per tap (count <= 64), and the last load's 2 spare lanes
+  int16_t halves[2 * kPilMaxTaps + 2];  // (hi, lo) per tap, and the last load's 2 spare lanes
   for (int32_t i = 0; i < count; ++i) {
     halves[2 * i] = pil_halves(k[i]).hi;
     halves[2 * i + 1] = pil_halves(k[i]).lo;

@@ -9,7 +9,7 @@ namespace {
 // rounded shift, (sum + 2^21) >> 22, without forming the sum: A = S1 + floor(S0 / 256) and
 // B = S2 + floor(A / 256) leave sum = 65536 * B + r with 0 <= r < 65536, so the result is
 // floor((B + 32) / 64), a rounding shift of B by kDigitsShift. Every step is exact in int32
-// (|S0| < 2^30: the bias).
+// (|S0| < 2^31: the tables bound the bias, resize_tables.cc).
 constexpr int kDigitsShift = kPilPrecisionBits - 16;
 inline int32x4_t fold_digits(int32x4_t s0, int32x4_t s1, int32x4_t s2) {
   return vsraq_n_s32(s2, vsraq_n_s32(s1, s0, 8), 8);
@@ -50,17 +50,18 @@ struct DotLane {
 // The wide pass's lane of 4 outputs over the quads (WideTablesView): per output its 16-tap chunks
 // less 128 (eor) times the three digits (sdot), each digit's four lanes gathered by two rounds of
 // pairwise adds, the first digit's sums from the bias; then fold_digits, as DotLane. Three sdot a
-// chunk where pairs take eight smlal.
+// chunk where pairs take eight smlal. Chunks: t.chunks as a constant, or 0 (with_pairs).
 template <int32_t Chunks>
 struct WideDotLane {
   static constexpr int kShift = kDigitsShift;
   static int32x4_t sums(const uint8_t* p, const WideTablesView& t, size_t x) {
+    const size_t chunks = Chunks > 0 ? Chunks : t.chunks;
     int32x4_t s[3][4];  // per digit and output
     for (size_t o = 0; o < 4; ++o) {
       const size_t out = x + o;
-      const int8_t* d = &t.digits[(4 * (out / 16) + out % 4) * Chunks * 3 * 64 + 16 * (out % 16 / 4)];
+      const int8_t* d = &t.digits[(4 * (out / 16) + out % 4) * chunks * 3 * 64 + 16 * (out % 16 / 4)];
       for (size_t i = 0; i < 3; ++i) s[i][o] = vdupq_n_s32(0);
-      for (size_t g = 0; g < Chunks; ++g) {
+      for (size_t g = 0; g < chunks; ++g) {
         const int8x16_t px = vreinterpretq_s8_u8(veorq_u8(vld1q_u8(p + t.first[out] + 16 * g), vdupq_n_u8(0x80)));
         for (size_t i = 0; i < 3; ++i) s[i][o] = vdotq_s32(s[i][o], px, vld1q_s8(d + (3 * g + i) * 64));
       }
@@ -75,7 +76,7 @@ struct WideDotLane {
 
 void pil_horizontal_wide_neon_dotprod(const uint8_t* planes, size_t stride, const WideTablesView& t, size_t n,
                                       uint8_t* dst) {
-  with_chunks(t.chunks, [&](auto c) { wide_blocks_neon<WideDotLane<decltype(c)::value>>(planes, stride, t, n, dst); });
+  with_pairs(t.chunks, [&](auto c) { wide_blocks_neon<WideDotLane<decltype(c)::value>>(planes, stride, t, n, dst); });
 }
 
 void pil_horizontal_dot_neon_dotprod(

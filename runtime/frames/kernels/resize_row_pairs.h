@@ -1,6 +1,5 @@
-// The vertical kernels' tap pairs and the pair count as a constant, shared by the AVX2 and
-// AVX-512 forms, and the wide passes' chunk count as a constant, shared by those and NEON's (each
-// compiles its own copy: internal linkage, kernels.h says why).
+// The vertical kernels' tap pairs and the pair (quad, chunk) count as a constant, shared by the
+// AVX2, AVX-512 and NEON forms (each compiles its own copy: internal linkage, kernels.h says why).
 #pragma once
 
 #include <cstddef>
@@ -15,7 +14,7 @@ namespace {
 // row with k = 0) and its coefficients' halves (pil_halves) as the int16 pair (k0, k1) one
 // madd multiplies the two rows' interleaved pixels with.
 struct RowPairs {
-  static constexpr int32_t kMax = 32;  // the kernels take up to 64 taps
+  static constexpr int32_t kMax = kPilMaxTaps / 2;
   int32_t pairs;
   const uint8_t* rows[2 * kMax];
   int32_t hi[kMax], lo[kMax];
@@ -29,10 +28,12 @@ struct RowPairs {
   }
 };
 
-// The kernels' loops over pairs (or quads) of taps run with the count as a constant where it is
-// small, so that they unroll and keep the coefficients and accumulators in registers: with_pairs calls
-// f(Pairs<P>{}) for counts P = 1 to 4 (upscales, and downscales to 1.5x bicubic or 2x bilinear),
-// f(Pairs<0>{}) for any other count, whose loop reads it at run time.
+// The kernels' loops over pairs (or quads) of taps, and the wide passes' over chunks of 16 taps,
+// run with the count as a constant where it is small, so that they unroll and keep the
+// coefficients and accumulators in registers: with_pairs calls f(Pairs<P>{}) for counts P = 1 to 4
+// (upscales, and downscales to 1.5x bicubic or 2x bilinear; chunks: windows of up to 64 taps,
+// camera frames to 224 or 384 at up to 16x), f(Pairs<0>{}) for any other count, whose loop reads
+// it at run time.
 template <int32_t P>
 struct Pairs {
   static constexpr int32_t value = P;
@@ -45,17 +46,6 @@ auto with_pairs(size_t pairs, F&& f) {  // what f returns
     case 3: return f(Pairs<3>{});
     case 4: return f(Pairs<4>{});
     default: return f(Pairs<0>{});
-  }
-}
-
-// The wide passes' chunks of 16 taps (WideTablesView.chunks, 1 to 4) as a constant: f(Pairs<C>{}).
-template <class F>
-void with_chunks(size_t chunks, F&& f) {
-  switch (chunks) {
-    case 1: return f(Pairs<1>{});
-    case 2: return f(Pairs<2>{});
-    case 3: return f(Pairs<3>{});
-    default: return f(Pairs<4>{});
   }
 }
 
