@@ -407,7 +407,8 @@ void Resizer::run(const ImageView& image, size_t row_begin, size_t row_end, uint
       const int32_t* k = &v_.fixed[ry * v_.taps];
       if (vertical_ != nullptr) {
         const uint8_t* rows[kPilMaxTaps];
-        if (count >= 1 && count <= static_cast<int32_t>(kPilMaxTaps)) {  // the kernels' range; every Pillow window has a tap
+        // The kernels' range; every Pillow window has a tap.
+        if (count >= 1 && count <= static_cast<int32_t>(kPilMaxTaps)) {
           for (int32_t i = 0; i < count; ++i) rows[i] = ring + ring_slot(first + static_cast<size_t>(i)) * values;
           vertical_(rows, k, count, values, d);
           continue;
