@@ -3,7 +3,9 @@
 // 4784 rows, per precision, so the frames kernel's ratio to the library is one comparison;
 // FrameGemm/raw-k608/...: bf16 over K padded to 608, as the session runs it on AMX (row_padding).
 // Rows with cold:1 flush the output from the caches before each frame, the session's and raw's
-// alike, as an app's output is when its next frame comes (evict, below). Part of
+// alike, as an app's output is when its next frame comes (evict, below);
+// FrameGemm/raw-after-preprocessing/... runs the session's preprocessing of the frame (untimed)
+// before each of raw's frames, as the session runs it before its kernel. Part of
 // patchfuse-overhead-bench, built where oneDNN is; run as its header says.
 #include <benchmark/benchmark.h>
 #include <immintrin.h>
@@ -11,6 +13,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <optional>
 #include <oneapi/dnnl/dnnl.hpp>
 #include <string>
 #include <vector>
@@ -29,6 +32,7 @@ using bench::values;
 // The camera frame's GEMM: a 1280x720 RGB frame through the Qwen2-VL processor is 728x1288, 4784
 // rows of a still image's K = 588 (3 x 14 x 14) -> 1280, in chunks of whole merge rows (184 rows).
 constexpr int64_t kFrameRows = 4784, kFrameK = kK / 2;
+constexpr size_t kResizedBytes = 1288 * 728 * 3;  // the processor's frame, 728x1288 RGB
 
 // With state.range(1) (cold) the output is flushed from every cache before each timed frame, as
 // an app's is when its next frame comes: the session resizes and gathers between two writes of
@@ -37,6 +41,9 @@ void evict(const std::vector<float>& y) {
   for (size_t i = 0; i < y.size(); i += 64 / sizeof(float)) _mm_clflush(y.data() + i);
   _mm_mfence();
 }
+
+// The 1280x720 RGB frame the session rows run on.
+std::vector<uint8_t> camera_frame() { return random_bytes(1280 * 720 * 3, 11); }
 
 // The session's kernel stage on that frame (pf_run_profile.kernel_ms, the time the session's
 // kernel calls took over all its chunks), state.range(0) threads; state.range(1): cold.
@@ -47,7 +54,7 @@ void frames_kernel(benchmark::State& state, pf_precision precision) {
     state.SkipWithError(session.error().c_str());
     return;
   }
-  const std::vector<uint8_t> src = random_bytes(1280 * 720 * 3, 11);
+  const std::vector<uint8_t> src = camera_frame();
   pf_image img;
   pf_image_packed(&img, PF_PIXEL_RGB, src.data(), 1280, 720);
   std::vector<float> y(static_cast<size_t>(kFrameRows) * kOut);
@@ -66,8 +73,11 @@ void frames_kernel(benchmark::State& state, pf_precision precision) {
 // state.range(1) threads: f32 and bf16 as dnnl::matmul from rows already in the source type (the
 // frames gather writes bf16 rows itself), int8 as the u8 x s8 1x1 convolution the session runs;
 // weights in the layout each primitive asks for, an f32 bias (the folded normalization) and f32
-// output, as the session's.
-void raw_frames(benchmark::State& state, pf_precision precision) {
+// output, as the session's. `after_preprocessing`: before each frame, untimed, the frames session's
+// resize of the camera frame (pf_session_preprocess, on as many threads): what the session's
+// kernel runs after, without which raw's next call finds the caches and the AMX unit as its
+// last call left them (docs/amx.md).
+void raw_frames(benchmark::State& state, pf_precision precision, bool after_preprocessing) {
   using dt = dnnl::memory::data_type;
   using tag = dnnl::memory::format_tag;
   const int64_t chunk = std::min(state.range(0), kFrameRows), k = state.range(2);
@@ -135,8 +145,24 @@ void raw_frames(benchmark::State& state, pf_precision precision) {
                                             : dnnl::memory::desc({1, kOut}, dt::f32, tag::ab);
     dnnl::memory b(bias_md, eng, bias.data());
     strm.wait();
+    const std::vector<uint8_t> frame = camera_frame();
+    pf_image img;
+    pf_image_packed(&img, PF_PIXEL_RGB, frame.data(), 1280, 720);
+    std::optional<patchfuse::Session> preprocessing;
+    std::vector<uint8_t> resized(after_preprocessing ? kResizedBytes : 0);
+    if (after_preprocessing) {
+      auto session = bench::open_session(frames_model_bytes(), PF_BACKEND_ONEDNN, precision,
+                                         static_cast<int>(state.range(1)));
+      if (!session) return state.SkipWithError(session.error().c_str());
+      preprocessing.emplace(std::move(*session));
+    }
     for (auto _ : state) {
       if (state.range(3) != 0) evict(y);
+      int64_t h = 0, w = 0;
+      if (preprocessing &&
+          pf_session_preprocess(preprocessing->get(), &img, 1, resized.data(), resized.size(), &h, &w) != PF_OK) {
+        return state.SkipWithError(pf_last_error());
+      }
       const auto start = std::chrono::steady_clock::now();
       for (const Call& c : calls) {
         const dnnl::memory::desc src_md = int8 ? dnnl::memory::desc({1, k, 1, c.n}, dt::u8, tag::nhwc)
@@ -169,14 +195,22 @@ void raw_frames(benchmark::State& state, pf_precision precision) {
     for (int64_t cold : {0, 1})
       for (int64_t threads : {1, 2}) session->Args({threads, cold});
     session->ArgNames({"threads", "cold"})->UseManualTime()->Unit(benchmark::kMillisecond);
-    auto* raw = benchmark::RegisterBenchmark(("FrameGemm/raw/" + name + "/1280x720").c_str(), raw_frames, p);
+    auto* raw = benchmark::RegisterBenchmark(("FrameGemm/raw/" + name + "/1280x720").c_str(), raw_frames, p, false);
+    auto* after = benchmark::RegisterBenchmark(("FrameGemm/raw-after-preprocessing/" + name + "/1280x720").c_str(),
+                                               raw_frames, p, true);
     for (int64_t threads : {1, 2}) {
       for (int64_t rows : {368, 512, 704, 736, 768, 896, 1656, 2392, 4784}) raw->Args({rows, threads, kFrameK, 0});
-      for (int64_t rows : {704, 896, 1196, 4784}) raw->Args({rows, threads, kFrameK, 1});
+      for (int64_t rows : {704, 896, 1196, 4784}) {
+        raw->Args({rows, threads, kFrameK, 1});
+        after->Args({rows, threads, kFrameK, 0});
+      }
+      // bf16 on AMX computes over K padded to 608 (row_padding), as FrameGemm/raw-k608 below.
+      if (p == PF_PRECISION_BF16)
+        for (int64_t rows : {704, 4784}) after->Args({rows, threads, 608, 0});
     }
-    raw->ArgNames({"rows", "threads", "k", "cold"})->UseManualTime()->Unit(benchmark::kMillisecond);
+    for (auto* b : {raw, after}) b->ArgNames({"rows", "threads", "k", "cold"})->UseManualTime()->Unit(benchmark::kMillisecond);
     if (p != PF_PRECISION_BF16) continue;
-    auto* k608 = benchmark::RegisterBenchmark("FrameGemm/raw-k608/bf16/1280x720", raw_frames, p);
+    auto* k608 = benchmark::RegisterBenchmark("FrameGemm/raw-k608/bf16/1280x720", raw_frames, p, false);
     for (int64_t threads : {1, 2})
       for (int64_t cold : {0, 1})
         for (int64_t rows : {704, 4784}) k608->Args({rows, threads, 608, cold});
