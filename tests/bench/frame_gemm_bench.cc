@@ -36,7 +36,8 @@ constexpr size_t kResizedBytes = 1288 * 728 * 3;  // the processor's frame, 728x
 
 // With state.range(1) (cold) the output is flushed from every cache before each timed frame, as
 // an app's is when its next frame comes: the session resizes and gathers between two writes of
-// the output and raw does not, which leaves raw more of it in the last-level cache (docs/amx.md).
+// the output and raw does not, which leaves raw's next call the caches its last call left
+// (FrameGemm/raw-after-preprocessing gives raw the resize instead; docs/amx.md).
 void evict(const std::vector<float>& y) {
   for (size_t i = 0; i < y.size(); i += 64 / sizeof(float)) _mm_clflush(y.data() + i);
   _mm_mfence();
