@@ -32,7 +32,6 @@ using bench::values;
 // The camera frame's GEMM: a 1280x720 RGB frame through the Qwen2-VL processor is 728x1288, 4784
 // rows of a still image's K = 588 (3 x 14 x 14) -> 1280, in chunks of whole merge rows (184 rows).
 constexpr int64_t kFrameRows = 4784, kFrameK = kK / 2;
-constexpr size_t kResizedBytes = 1288 * 728 * 3;  // the processor's frame, 728x1288 RGB
 
 // With state.range(1) (cold) the output is flushed from every cache before each timed frame, as
 // an app's is when its next frame comes: the session resizes and gathers between two writes of
@@ -150,16 +149,18 @@ void raw_frames(benchmark::State& state, pf_precision precision, bool after_prep
     pf_image img;
     pf_image_packed(&img, PF_PIXEL_RGB, frame.data(), 1280, 720);
     std::optional<patchfuse::Session> preprocessing;
-    std::vector<uint8_t> resized(after_preprocessing ? kResizedBytes : 0);
+    std::vector<uint8_t> resized;
+    int64_t h = 0, w = 0;
     if (after_preprocessing) {
       auto session = bench::open_session(frames_model_bytes(), PF_BACKEND_ONEDNN, precision,
                                          static_cast<int>(state.range(1)));
       if (!session) return state.SkipWithError(session.error().c_str());
       preprocessing.emplace(std::move(*session));
+      pf_session_preprocess(preprocessing->get(), &img, 1, nullptr, 0, &h, &w);  // asks the size
+      resized.resize(static_cast<size_t>(h * w * 3));
     }
     for (auto _ : state) {
       if (state.range(3) != 0) evict(y);
-      int64_t h = 0, w = 0;
       if (preprocessing &&
           pf_session_preprocess(preprocessing->get(), &img, 1, resized.data(), resized.size(), &h, &w) != PF_OK) {
         return state.SkipWithError(pf_last_error());
