@@ -18,6 +18,7 @@
 
 #include "runtime/frames/resize.h"
 #include "runtime/frames/resize_tables.h"
+#include "tests/support/test_util.h"
 
 namespace patchfuse {
 namespace {
@@ -111,7 +112,7 @@ TEST_P(FrameKernels, GatherRowsAreThePortableRows) {
                                          static_cast<uint32_t>(P * 100 + M * 10 + tps));
         const auto rows = static_cast<size_t>(M * grid_w * k) + 32;  // the block's rows and a guard
         for (int64_t mh = 0; mh < M; ++mh) {
-          SCOPED_TRACE(testing::Message() << "P " << P << " M " << M << " tps " << tps << " mh " << mh);
+          SCOPED_TRACE(::testing::Message() << "P " << P << " M " << M << " tps " << tps << " mh " << mh);
           const MergeRow row{planes.data(), width, P, M, grid_w, channels, tps, mh, k};
           std::vector<float> got(rows, -7.0f), want(rows, -7.0f);
           form().gather.f32(row, got.data());
@@ -151,7 +152,7 @@ TEST_P(FrameKernels, RgbRowsAreThePortableRows) {
         }
         const auto n = static_cast<size_t>(M * grid_w * k) + 32;  // the block's rows and a guard
         for (int64_t mh = 0; mh < M; ++mh) {
-          SCOPED_TRACE(testing::Message() << "P " << P << " M " << M << " tps " << tps << " mh " << mh);
+          SCOPED_TRACE(::testing::Message() << "P " << P << " M " << M << " tps " << tps << " mh " << mh);
           const MergeRow from_planes{planes.data(), width, P, M, grid_w, channels, tps, mh, k};
           const RgbMergeRow from_rgb{rows.data(), P, M, grid_w, tps, mh, k};
           std::vector<uint8_t> got8(n, 0xA5), want8(n, 0xA5);
@@ -173,14 +174,17 @@ TEST_P(FrameKernels, RgbRowsAreThePortableRows) {
 }
 
 std::vector<uint8_t> resize(const ResizeSpec& spec, const std::vector<uint8_t>& src,
-                            const patchfuse::FrameKernels& kernels, std::string* kernel) {
+                            const patchfuse::FrameKernels& kernels, std::string* kernel,
+                            PixelFormat format = PixelFormat::kRgb, int* rgb_rows = nullptr) {
   const Resizer r = Resizer::create(spec, kernels).value();
   *kernel = r.kernel();
   ImageView v;
+  v.format = format;
   v.width = spec.src_w;
   v.height = spec.src_h;
   v.planes[0] = src.data();
   v.row_stride[0] = spec.src_w * 3;
+  if (rgb_rows != nullptr) *rgb_rows += r.reads_rgb_rows(v);
   std::vector<uint8_t> scratch(r.scratch_bytes(v));
   std::vector<uint8_t> out(spec.out_h * spec.out_w * 3 + 48, 0x5A);  // and a guard
   r.run(v, 0, spec.out_h, scratch.data(), out.data());
@@ -191,10 +195,11 @@ std::vector<uint8_t> resize(const ResizeSpec& spec, const std::vector<uint8_t>& 
 // less, equal, one more, several blocks and a tail), scales 0.3 to 3 and 5.5 (some blocks' windows
 // do not fit a vector and take the scalar loop: box at 5.5 in every form), heights whose
 // vertical windows have 2 to about 30 taps, and the resized row whole or centre-cropped by 5
-// columns a side (CLIP's processors crop; the kept columns then start past the first).
+// columns a side (CLIP's processors crop; the kept columns then start past the first), from RGB
+// and BGR rows.
 TEST_P(FrameKernels, ResizesAreThePortableResizes) {
   const size_t block = form().resize.block;
-  int vector_runs = 0;
+  int vector_runs = 0, rgb_runs = 0;
   for (const Resample filter :
        {Resample::kBox, Resample::kBilinear, Resample::kHamming, Resample::kBicubic, Resample::kLanczos}) {
     for (const size_t out_w : {block - 1, block, block + 1, 3 * block + 5, size_t{97}}) {
@@ -209,7 +214,7 @@ TEST_P(FrameKernels, ResizesAreThePortableResizes) {
           spec.src_h = static_cast<size_t>(9 * scale) + 1 + out_w % 5 * 4;
           spec.resized_h = spec.out_h = 9;
           const auto src = random_bytes(spec.src_h * spec.src_w * 3, static_cast<uint32_t>(out_w * 1000 + scale * 10));
-          SCOPED_TRACE(testing::Message() << resample_name(filter) << " " << spec.src_h << "x" << spec.src_w << " -> "
+          SCOPED_TRACE(::testing::Message() << resample_name(filter) << " " << spec.src_h << "x" << spec.src_w << " -> "
                                           << spec.out_h << "x" << spec.resized_w << ", " << crop << " cropped a side");
           std::string kernel, oracle_kernel;
           const auto got = resize(spec, src, form(), &kernel);
@@ -218,12 +223,19 @@ TEST_P(FrameKernels, ResizesAreThePortableResizes) {
           EXPECT_EQ(kernel, form().resize.name);
           vector_runs += kernel != "portable";
           ASSERT_EQ(got, want);
+          // BGR: VBMI's form reads those rows as they are, where the portable one converts them.
+          ASSERT_EQ(resize(spec, src, form(), &kernel, PixelFormat::kBgr, &rgb_runs),
+                    resize(spec, src, portable(), &oracle_kernel, PixelFormat::kBgr))
+              << "BGR";
         }
       }
     }
   }
   if (GetParam() != SimdLevel::kBaseline) {
     EXPECT_EQ(vector_runs, 5 * 5 * 7 * 2) << "every case ran the vector form";
+  }
+  if (form().resize.horizontal_rgb != nullptr) {
+    EXPECT_GT(rgb_runs, 0) << "some cases resampled the rows with no plane split";
   }
 }
 
@@ -304,10 +316,10 @@ TEST_P(FrameKernels, HorizontalPassTakesEveryCoefficientTheResizerPasses) {
         std::vector<int32_t> k8(outputs * kPilKernelTaps, 0);
         for (size_t c = 0; c < outputs; ++c) std::copy_n(&h.fixed[c * taps], taps, &k8[c * kPilKernelTaps]);
         TapTables tables;
-        build_tap_tables(h, 0, outputs, f, tables);
+        build_tap_tables(h, 0, outputs, f, 1, tables);
         const size_t stride = outputs * step + kPilKernelTaps + kPlaneSlack;
         const auto planes = random_bytes(6 * stride, seed);
-        SCOPED_TRACE(testing::Message() << taps << " taps, step " << step << ", trial " << trial);
+        SCOPED_TRACE(::testing::Message() << taps << " taps, step " << step << ", trial " << trial);
         std::vector<uint8_t> want(3 * outputs + 64, 0xA5), want2(want.size(), 0xA5);  // and a guard
         pil_horizontal_k8_portable(planes.data(), stride, h.first.data(), k8.data(), 0, outputs, want.data());
         pil_horizontal_k8_portable(planes.data() + 3 * stride, stride, h.first.data(), k8.data(), 0, outputs, want2.data());
@@ -322,6 +334,70 @@ TEST_P(FrameKernels, HorizontalPassTakesEveryCoefficientTheResizerPasses) {
       }
     }
   }
+}
+
+// The RGB rows' pass (where the form has it) straight from its tables at 3 bytes a pixel, against the
+// 8-tap portable loop over the same pixels as planes: RGB and BGR, one row and two, blocks whose
+// windows fit 21 pixels (step 1) and do not (step 2: the scalar loop), extreme coefficients (most
+// blocks have one whose digits do not fit: the scalar loop) and Pillow-sized ones, and rows that
+// end where the last window does and an unreadable page begins (the last block's load is masked;
+// a byte read past a row faults), with no tail and with a padded last block of 3 and of 7
+// outputs (the block before it stores 48 bytes, or 64 that the last overwrites).
+TEST_P(FrameKernels, RgbRowPassIsThePlanesPass) {
+  const ResizeForm& f = form().resize;
+  if (f.horizontal_rgb == nullptr) GTEST_SKIP() << simd_level_name(GetParam()) << " resizes from planes only";
+  size_t vector_blocks = 0;
+  for (const size_t outputs : {5 * f.block, 5 * f.block + 3, 5 * f.block + 7}) {
+    for (const size_t taps : {1u, 2u, 3u, 4u, 5u, 8u}) {
+      for (const size_t step : {1u, 2u}) {
+        for (const bool extreme : {true, false}) {
+          const auto seed = static_cast<uint32_t>(outputs * 1000 + taps * 10 + step);
+          AxisFilter h = extreme_axis(outputs, taps, step, seed);
+          if (!extreme) {  // |k| < 2^22, a normalized filter's range
+            for (int32_t& k : h.fixed) k = k / 2;
+          }
+          std::vector<int32_t> k8(outputs * kPilKernelTaps, 0);
+          size_t width = 0;
+          for (size_t c = 0; c < outputs; ++c) {
+            std::copy_n(&h.fixed[c * taps], taps, &k8[c * kPilKernelTaps]);
+            width = std::max(width, static_cast<size_t>(h.first[c] + h.count[c]));
+          }
+          TapTables tables;
+          build_tap_tables(h, 0, outputs, f, 3, tables);
+          vector_blocks += static_cast<size_t>(std::count(tables.ok.begin(), tables.ok.end(), 1));
+          const std::vector<uint8_t> rows[2] = {random_bytes(3 * width, seed), random_bytes(3 * width, seed + 1)};
+          const testing::BytesBeforeGuardPage guarded[2] = {testing::BytesBeforeGuardPage(rows[0]),
+                                                           testing::BytesBeforeGuardPage(rows[1])};
+          for (const size_t red : {0u, 2u}) {
+            SCOPED_TRACE(::testing::Message() << outputs << " outputs, " << taps << " taps, step " << step
+                                            << (extreme ? ", extreme" : "") << (red ? ", BGR" : ", RGB"));
+            std::vector<uint8_t> want[2], got[2];
+            for (size_t r = 0; r < 2; ++r) {
+              const size_t stride = width + kPilKernelTaps + kPlaneSlack;
+              std::vector<uint8_t> planes(3 * stride, 0);
+              for (size_t x = 0; x < width; ++x) {
+                for (size_t ch = 0; ch < 3; ++ch) planes[ch * stride + x] = rows[r][3 * x + (red == 0 ? ch : 2 - ch)];
+              }
+              want[r].assign(3 * outputs + 64, 0xA5);  // and a guard
+              pil_horizontal_k8_portable(planes.data(), stride, h.first.data(), k8.data(), 0, outputs, want[r].data());
+            }
+            for (const size_t count : {1u, 2u}) {
+              got[0].assign(want[0].size(), 0xA5);
+              got[1].assign(want[1].size(), 0xA5);
+              const uint8_t* src[2] = {guarded[0].data(), guarded[1].data()};
+              uint8_t* dst[2] = {got[0].data(), got[1].data()};
+              f.horizontal_rgb(src, count, width, red, tables.view(), h.first.data(), k8.data(), 0, outputs, dst);
+              ASSERT_EQ(got[0], want[0]) << count << " rows a call: the first";
+              if (count == 2) {
+                ASSERT_EQ(got[1], want[1]) << "two rows a call: the second";
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+  EXPECT_GT(vector_blocks, 0u) << "some blocks ran the vector loop";
 }
 
 // Pillow's horizontal pass over outputs [0, n) of axis h, summed here output by output (Resample.c's
@@ -361,7 +437,7 @@ TEST_P(FrameKernels, WidePassTakesEveryCoefficientItsTablesTake) {
         const auto seed = static_cast<uint32_t>(taps * 1000 + outputs * 10 + step);
         AxisFilter h = extreme_axis(outputs, taps, step, seed);
         for (int32_t& k : h.fixed) k = std::min(k, 8355711);  // every top digit fits
-        SCOPED_TRACE(testing::Message() << taps << " taps, " << outputs << " outputs, step " << step);
+        SCOPED_TRACE(::testing::Message() << taps << " taps, " << outputs << " outputs, step " << step);
         WideTables tables;
         ASSERT_TRUE(build_wide_tables(h, 0, outputs, f.wide, tables));
         ++(tables.groups > 0 ? by_blocks : by_chunks);

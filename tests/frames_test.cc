@@ -5,8 +5,6 @@
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
-#include <sys/mman.h>
-#include <unistd.h>
 
 #include <cmath>
 #include <cstring>
@@ -282,17 +280,10 @@ TEST_P(FramesTest, StridedAndPageEndingFramesGiveTheSameBits) {
         ASSERT_EQ(s->run_frames(&p, 1, f.height, f.width, stride, got.data()), "");
         EXPECT_EQ(got, want);
 
-        const size_t page = static_cast<size_t>(::sysconf(_SC_PAGESIZE)), bytes = f.bytes.size();
-        const size_t pages = (bytes + page - 1) / page;
-        auto* base = static_cast<uint8_t*>(::mmap(nullptr, (pages + 1) * page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
-        ASSERT_NE(base, MAP_FAILED);
-        ASSERT_EQ(::mprotect(base + pages * page, page, PROT_NONE), 0);
-        uint8_t* at = base + pages * page - bytes;
-        std::memcpy(at, f.bytes.data(), bytes);
-        const uint8_t* q = at;
+        const testing::BytesBeforeGuardPage guarded(f.bytes);
+        const uint8_t* q = guarded.data();
         ASSERT_EQ(s->run_frames(&q, 1, f.height, f.width, f.width * 3, got.data()), "");
         EXPECT_EQ(got, want);
-        ::munmap(base, (pages + 1) * page);
       }
     }
   }

@@ -257,7 +257,16 @@ Result<Resizer> Resizer::create(const ResizeSpec& s, const FrameKernels& kernels
     for (size_t c = 0; c < s.resized_w; ++c) {
       std::copy_n(&r.h_.fixed[c * r.h_.taps], r.h_.count[c], &r.h8_[c * kPilKernelTaps]);
     }
-    build_tap_tables(r.h_, r.col_begin_, r.col_end_, form, r.tap_tables_);
+    build_tap_tables(r.h_, r.col_begin_, r.col_end_, form, 1, r.tap_tables_);
+    if (form.horizontal_rgb != nullptr) {
+      build_tap_tables(r.h_, r.col_begin_, r.col_end_, form, 3, r.rgb_tables_);
+      const auto& ok = r.rgb_tables_.ok;
+      if (std::all_of(ok.begin(), ok.end(), [](uint8_t fits) { return fits != 0; })) {
+        r.horizontal_rgb_ = form.horizontal_rgb;
+      } else {
+        r.rgb_tables_ = {};  // the planes' blocks fit more: a block that does not takes the scalar loop
+      }
+    }
   }
   if (simd && r.need_h_ && form.wide.run != nullptr &&
       build_wide_tables(r.h_, r.col_begin_, r.col_end_, form.wide, r.wide_tables_)) {
@@ -273,7 +282,8 @@ size_t Resizer::scratch_bytes(const ImageView& image) const {
   const size_t values = (col_end_ - col_begin_) * 3;
   const bool pil = spec_.semantics == ResizeSemantics::kPil;
   const size_t rows = horizontal2_ ? 2 : 1;
-  const size_t source_rows = !h8_.empty() || wide_ != nullptr ? plane_stride() * 3 * rows
+  const bool planes = (!h8_.empty() && !reads_rgb_rows(image)) || wide_ != nullptr;
+  const size_t source_rows = planes ? plane_stride() * 3 * rows
                              : !pil && need_h_                ? spec_.src_w * 3 * sizeof(float)
                                                               : 0;
   return align16(rgb_row_scratch_bytes(image)) + align16(ring_slots() * sizeof(int64_t)) +
@@ -296,9 +306,17 @@ void Resizer::run(const ImageView& image, size_t row_begin, size_t row_end, uint
   auto* source_f = reinterpret_cast<float*>(planes);
   std::fill(slot_row, slot_row + slots, int64_t{-1});
   const TapTablesView tables = tap_tables_.view();
+  const bool rgb_rows = reads_rgb_rows(image);
+  const size_t red = image.format == PixelFormat::kBgr ? 2 : 0;
+  const auto source_row = [&](size_t j) { return image.planes[0] + j * image.row_stride[0]; };
 
   // Source row j, horizontally resampled over the kept columns: uint8 (pil) or float (torch).
   const auto h_row_u8 = [&](size_t j, uint8_t* dst) {
+    if (rgb_rows) {
+      const uint8_t* src[1] = {source_row(j)};
+      horizontal_rgb_(src, 1, s.src_w, red, rgb_tables_.view(), h_.first.data(), h8_.data(), c0, c1, &dst);
+      return;
+    }
     if (!h8_.empty()) {  // need_h_: the planes straight from the source row
       planes_row(image, j, rgb_scratch, planes, plane_stride(), planes_);
       horizontal_(planes, plane_stride(), tables, h_.first.data(), h8_.data(), c0, c1, dst);
@@ -314,20 +332,20 @@ void Resizer::run(const ImageView& image, size_t row_begin, size_t row_end, uint
       std::memcpy(dst, src + c0 * 3, values);
       return;
     }
-    for (size_t c = c0; c < c1; ++c) {
-      const uint8_t* p = src + static_cast<size_t>(h_.first[c]) * 3;
-      const int32_t* k = &h_.fixed[c * h_.taps];
-      int32_t s0 = 1 << (kPilPrecisionBits - 1), s1 = s0, s2 = s0;
-      for (int32_t i = 0; i < h_.count[c]; ++i, p += 3) {
-        s0 += p[0] * k[i];
-        s1 += p[1] * k[i];
-        s2 += p[2] * k[i];
-      }
-      uint8_t* d = dst + (c - c0) * 3;
-      d[0] = pil_clip8(s0);
-      d[1] = pil_clip8(s1);
-      d[2] = pil_clip8(s2);
+    pil_horizontal_rgb_portable(src, s.src_w, 0, h_.first.data(), h_.fixed.data(), h_.taps, c0, c1, dst);
+  };
+  // Source rows j and j + 1 at once (the forms that take two rows a call), into dst[0] and dst[1].
+  const bool two_rows = rgb_rows || (horizontal2_ != nullptr && !h8_.empty());
+  const auto h_two_rows_u8 = [&](size_t j, uint8_t* const* dst) {
+    if (rgb_rows) {
+      const uint8_t* src[2] = {source_row(j), source_row(j + 1)};
+      horizontal_rgb_(src, 2, s.src_w, red, rgb_tables_.view(), h_.first.data(), h8_.data(), c0, c1, dst);
+      return;
     }
+    const size_t stride = plane_stride();
+    planes_row(image, j, rgb_scratch, planes, stride, planes_);
+    planes_row(image, j + 1, rgb_scratch, planes + 3 * stride, stride, planes_);
+    horizontal2_(planes, stride, tables, h_.first.data(), h8_.data(), c0, c1, dst[0], dst[1]);
   };
   const auto h_row_f32 = [&](size_t j, float* dst) {
     const uint8_t* src = rgb_row(image, j, rgb_scratch);
@@ -361,13 +379,9 @@ void Resizer::run(const ImageView& image, size_t row_begin, size_t row_end, uint
     if (slot_row[slot] == static_cast<int64_t>(j)) return slot;
     if (!pil) {
       h_row_f32(j, ring_f + slot * values);
-    } else if (horizontal2_ != nullptr && !h8_.empty() && j + 1 < s.src_h &&
-               slot_row[next] != static_cast<int64_t>(j + 1)) {
-      const size_t stride = plane_stride();
-      planes_row(image, j, rgb_scratch, planes, stride, planes_);
-      planes_row(image, j + 1, rgb_scratch, planes + 3 * stride, stride, planes_);
-      horizontal2_(planes, stride, tables, h_.first.data(), h8_.data(), c0, c1, ring + slot * values,
-                   ring + next * values);
+    } else if (two_rows && j + 1 < s.src_h && slot_row[next] != static_cast<int64_t>(j + 1)) {
+      uint8_t* const dst[2] = {ring + slot * values, ring + next * values};
+      h_two_rows_u8(j, dst);
       slot_row[next] = static_cast<int64_t>(j + 1);
     } else {
       h_row_u8(j, ring + slot * values);

@@ -63,6 +63,10 @@ class Resizer {
   // row row_begin at `out`. Bands of rows are independent, so threads can split a frame and a
   // caller can resize a band at a time into a band-sized buffer.
   void run(const ImageView& image, size_t row_begin, size_t row_end, uint8_t* scratch, uint8_t* out) const;
+  // Whether run() resamples `image`'s rows as they are, with no plane split (ResizeForm.horizontal_rgb).
+  bool reads_rgb_rows(const ImageView& image) const {
+    return horizontal_rgb_ != nullptr && (image.format == PixelFormat::kRgb || image.format == PixelFormat::kBgr);
+  }
 
  private:
   ResizeSpec spec_;
@@ -73,6 +77,10 @@ class Resizer {
   const char* kernel_ = "portable";
   PilHorizontalFn horizontal_ = nullptr;
   PilHorizontal2Fn horizontal2_ = nullptr;  // where the form has it, ring rows are filled two at a time
+  // RGB and BGR sources straight from their rows, two at a time, where the form has the pass and
+  // every block of the kept columns fits it (rgb_tables_); other formats take the planes.
+  PilHorizontalRgbFn horizontal_rgb_ = nullptr;
+  TapTables rgb_tables_;
   PilVerticalFn vertical_ = nullptr;
   PilHorizontalWideFn wide_ = nullptr;      // windows of 9 to kPilMaxTaps taps, where the form has them
   WideTables wide_tables_;

@@ -6,11 +6,12 @@
 
 namespace patchfuse {
 
-void build_tap_tables(const AxisFilter& h, size_t c0, size_t c1, const ResizeForm& form, TapTables& t) {
+void build_tap_tables(const AxisFilter& h, size_t c0, size_t c1, const ResizeForm& form, size_t pixel_bytes,
+                      TapTables& t) {
   const size_t block = form.block, window = form.window;
   const bool quads = form.quads;
   const auto taps = static_cast<size_t>(*std::max_element(h.count.begin(), h.count.end()));
-  const size_t blocks = (c1 - c0) / block, lanes = block / 4;
+  const size_t blocks = (c1 - c0 + block - 1) / block, lanes = block / 4;
   t.block = block;
   t.ok.assign(blocks, 1);
   if (quads) {
@@ -26,13 +27,14 @@ void build_tap_tables(const AxisFilter& h, size_t c0, size_t c1, const ResizeFor
   }
   for (size_t b = 0; b < blocks; ++b) {
     const size_t x = c0 + block * b;
-    for (size_t j = 0; j < block && t.ok[b]; ++j) {
+    for (size_t j = 0; j < block && x + j < c1 && t.ok[b]; ++j) {
       const int32_t offset = h.first[x + j] - h.first[x + j / window * window];
-      if (offset + static_cast<int32_t>(taps) > static_cast<int32_t>(4 * window)) t.ok[b] = 0;
+      const auto bytes = static_cast<int32_t>(pixel_bytes);
+      if ((offset + static_cast<int32_t>(taps)) * bytes > static_cast<int32_t>(4 * window)) t.ok[b] = 0;
       int64_t sum = 0;
       for (size_t i = 0; i < taps && t.ok[b]; ++i) {
         const int32_t k = h.fixed[(x + j) * h.taps + i];
-        const auto at = static_cast<uint8_t>(offset + static_cast<int32_t>(i));
+        const auto at = static_cast<uint8_t>((offset + static_cast<int32_t>(i)) * bytes);
         sum += k;
         if (!quads) {
           const size_t pair = b * t.pairs + i / 2;

@@ -50,7 +50,13 @@ struct TapTables {
 // A block is not ok (the kernels run it with the 8-tap scalar loop) where a window's taps do not
 // fit its 4 * window source bytes (scales above ~2 for 16), or a coefficient its quad digits (|k| < 2^23 fits
 // pairs; quads need -128 <= d2 <= 127 and |128 * sum| < 2^30, which normalized filters meet).
-void build_tap_tables(const AxisFilter& h, size_t c0, size_t c1, const ResizeForm& form, TapTables& t);
+// The last block is padded where c1 - c0 is no multiple of `block`: its outputs past c1 have no
+// taps. The RGB pass runs it as a block; the planes' passes run whole blocks and the scalar loop
+// on the rest.
+// pixel_bytes: 1 for planes; 3 for the interleaved rows of ResizeForm.horizontal_rgb (window 16),
+// whose indices count a pixel's first byte and whose windows fit 64 bytes, 21 pixels.
+void build_tap_tables(const AxisFilter& h, size_t c0, size_t c1, const ResizeForm& form, size_t pixel_bytes,
+                      TapTables& t);
 
 // The wide kernel's tables (WideTablesView documents them), owned.
 struct WideTables {

@@ -1,6 +1,7 @@
 #include "tests/support/test_util.h"
 
 #include <dirent.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -8,6 +9,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstring>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
@@ -61,6 +63,23 @@ std::vector<std::string> list_dir(const std::string& dir) {
 bool has_note(const std::vector<std::string>& notes, const std::string& needle) {
   return std::any_of(notes.begin(), notes.end(), [&](const std::string& n) { return n.find(needle) != std::string::npos; });
 }
+
+BytesBeforeGuardPage::BytesBeforeGuardPage(const std::vector<uint8_t>& bytes) {
+  const auto page = static_cast<size_t>(::sysconf(_SC_PAGESIZE));
+  const size_t pages = (bytes.size() + page - 1) / page;
+  mapped_ = (pages + 1) * page;
+  void* p = ::mmap(nullptr, mapped_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED) throw std::runtime_error("mmap failed: " + std::string(std::strerror(errno)));
+  base_ = static_cast<uint8_t*>(p);
+  if (::mprotect(base_ + pages * page, page, PROT_NONE) != 0) {
+    throw std::runtime_error("mprotect failed: " + std::string(std::strerror(errno)));
+  }
+  uint8_t* at = base_ + pages * page - bytes.size();
+  std::memcpy(at, bytes.data(), bytes.size());
+  data_ = at;
+}
+
+BytesBeforeGuardPage::~BytesBeforeGuardPage() { ::munmap(base_, mapped_); }
 
 CommandResult run_command(const std::string& command) {
   TempDir io;

@@ -1,6 +1,7 @@
 // Helpers shared by the test files: scratch folders, file bytes, running the CLI tools.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -29,6 +30,22 @@ bool file_exists(const std::string& path);
 std::vector<std::string> list_dir(const std::string& dir);
 // Whether any of `notes` (a converter report's) contains `needle`.
 bool has_note(const std::vector<std::string>& notes, const std::string& needle);
+
+// A copy of `bytes` that ends where an unreadable page begins: a kernel that reads one byte past
+// them faults (ASan does not see the masked vector loads that should stop there).
+class BytesBeforeGuardPage {
+ public:
+  explicit BytesBeforeGuardPage(const std::vector<uint8_t>& bytes);
+  ~BytesBeforeGuardPage();
+  BytesBeforeGuardPage(const BytesBeforeGuardPage&) = delete;
+  BytesBeforeGuardPage& operator=(const BytesBeforeGuardPage&) = delete;
+  const uint8_t* data() const { return data_; }
+
+ private:
+  uint8_t* base_ = nullptr;
+  size_t mapped_ = 0;
+  const uint8_t* data_ = nullptr;
+};
 
 struct CommandResult {
   int exit_code;

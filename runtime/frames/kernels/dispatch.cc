@@ -31,12 +31,14 @@ constexpr FrameKernels kAvx512Vnni{
     {"avx512_vnni", 16, 4, true, pil_horizontal_quads_avx512_vnni, pil_vertical_avx512_vnni,
      pil_horizontal2_quads_avx512_vnni, {pil_horizontal_wide_avx512_vnni, true}},
     kAvx2Planes, kAvx2Gather};
-// VBMI changes the horizontal passes' loads (64-byte windows, placed by vpermb and vpermt2b), the
-// plane splits, and gathers rows straight from RGB rows (a vpermb a patch row, no planes).
+// VBMI changes the horizontal passes' loads (64-byte windows, placed by vpermb and vpermt2b), and
+// with them resizes RGB and BGR rows with no plane split where a block's window fits 64 bytes;
+// it also splits planes and gathers rows straight from RGB rows (a vpermb a patch row).
 constexpr FrameKernels kAvx512Vbmi{
     SimdLevel::kAvx512Vbmi,
     {"avx512_vbmi", 16, 16, true, pil_horizontal_quads_avx512_vbmi, pil_vertical_avx512_vnni,
-     pil_horizontal2_quads_avx512_vbmi, {pil_horizontal_wide_avx512_vbmi, true, true}},
+     pil_horizontal2_quads_avx512_vbmi, {pil_horizontal_wide_avx512_vbmi, true, true},
+     pil_horizontal_rgb_quads_avx512_vbmi},
     {"avx512_vbmi", split_rgb_avx512_vbmi, split_rgba_avx512_vbmi},
     {"avx512_vbmi", emit_rows_f32_avx2, emit_rows_bf16_avx2, emit_rgb_rows_f32_avx512_vbmi,
      emit_rgb_rows_bf16_avx512_vbmi, emit_rgb_rows_u8_avx512_vbmi}};

@@ -78,7 +78,7 @@ static inline PilHalves pil_halves(int32_t k) { return {static_cast<int16_t>(k >
 //    per output 128 * (its coefficients' sum), the bias, puts the 128 back.
 struct TapTablesView {
   size_t block = 8;                      // outputs a block: 8 (AVX2, NEON) or 16 (AVX-512)
-  const uint8_t* ok = nullptr;           // per block: its windows fit the kernel
+  const uint8_t* ok = nullptr;           // per block (the last padded): its windows fit the kernel
   size_t pairs = 0;
   const uint8_t* index = nullptr;        // per block and pair: 4 shuffle bytes an output
   const int16_t* hi = nullptr;           // per block and pair: 2 coefficient halves an output
@@ -129,6 +129,12 @@ using PilHorizontal = void(const uint8_t* planes, size_t stride, const TapTables
 // 3 * stride on), written to dst0 and dst1: each block's tables serve both.
 using PilHorizontal2 = void(const uint8_t* planes, size_t stride, const TapTablesView& t, const int32_t* first,
                             const int32_t* k8, size_t c0, size_t c1, uint8_t* dst0, uint8_t* dst1);
+// The same straight from interleaved 3-byte rows, no planes between: `rows` (1 or 2) source rows
+// src[r] of `width` pixels, byte `red` of a pixel its red (0: RGB, 2: BGR), written to dst[r] as
+// RGB. It reads no byte past a row's 3 * width (a caller's frame has no slack). Its tables are
+// build_tap_tables' at 3 bytes a pixel.
+using PilHorizontalRgb = void(const uint8_t* const* src, size_t rows, size_t width, size_t red, const TapTablesView& t,
+                              const int32_t* first, const int32_t* k8, size_t c0, size_t c1, uint8_t* const* dst);
 // Outputs [0, n) of the kept columns over windows of 9 to kPilMaxTaps taps (WideTablesView), the planes as
 // for PilHorizontal (kPlaneSlack covers a window's last chunk).
 using PilHorizontalWide = void(const uint8_t* planes, size_t stride, const WideTablesView& t, size_t n, uint8_t* dst);
@@ -162,6 +168,7 @@ template <class T>
 using EmitRgbRows = void(const RgbMergeRow& row, T* out);
 using PilHorizontalFn = PilHorizontal*;
 using PilHorizontal2Fn = PilHorizontal2*;
+using PilHorizontalRgbFn = PilHorizontalRgb*;
 using PilHorizontalWideFn = PilHorizontalWide*;
 using PilVerticalFn = PilVertical*;
 using SplitFn = Split*;
@@ -189,6 +196,9 @@ struct ResizeForm {
   PilVerticalFn vertical;
   PilHorizontal2Fn horizontal2 = nullptr;  // two rows a call, where the form has it (the Resizer pairs rows)
   WidePass wide = {};                      // windows of 9 to kPilMaxTaps taps, where the form has them
+  // From RGB and BGR rows with no plane split, where the form has it and every block fits (the
+  // Resizer's choice at create: resize.cc).
+  PilHorizontalRgbFn horizontal_rgb = nullptr;
 };
 struct PlanesForm {
   const char* name;
@@ -222,6 +232,12 @@ inline const FrameKernels& best_frame_kernels() { return frame_kernels(simd_leve
 // (pil_vertical_from_portable: values [x, n) of the vertical pass). int8 kernels take the pixels
 // as they are: their rows are copies, one form everywhere (emit_rows_u8_portable).
 PilHorizontalK8 pil_horizontal_k8_portable;
+// Outputs [c0, c1) of an interleaved 3-byte row of `width` pixels (PilHorizontalRgb's src and
+// red): output c sums `taps` coefficients from k + c * taps over the pixels from first[c] on,
+// none past the row (Pillow's windows end within it; their coefficients past a window are zeros).
+// The Resizer's scalar pass, and the RGB forms' blocks whose windows do not fit a vector.
+void pil_horizontal_rgb_portable(const uint8_t* src, size_t width, size_t red, const int32_t* first, const int32_t* k,
+                                 size_t taps, size_t c0, size_t c1, uint8_t* dst);
 void pil_vertical_from_portable(const uint8_t* const* rows, const int32_t* k, int32_t count, size_t x, size_t n,
                                 uint8_t* out);
 Split split_rgb_portable, split_rgba_portable;
@@ -233,6 +249,7 @@ PilHorizontalK8 pil_horizontal_k8_avx2;
 PilHorizontal pil_horizontal_pairs_avx2, pil_horizontal_pairs_avx512, pil_horizontal_quads_avx512_vnni,
     pil_horizontal_quads_avx512_vbmi;
 PilHorizontal2 pil_horizontal2_pairs_avx512, pil_horizontal2_quads_avx512_vnni, pil_horizontal2_quads_avx512_vbmi;
+PilHorizontalRgb pil_horizontal_rgb_quads_avx512_vbmi;
 PilVertical pil_vertical_avx2, pil_vertical_avx512, pil_vertical_avx512_vnni;
 PilHorizontalWide pil_horizontal_wide_avx2, pil_horizontal_wide_avx512_vnni, pil_horizontal_wide_avx512_vbmi;
 Split split_rgb_avx2, split_rgba_avx2, split_rgb_avx512_vbmi, split_rgba_avx512_vbmi;

@@ -107,15 +107,20 @@ __m512i after_digit(__m512i acc, int digit) {
 }
 
 // A block's sums as quads (horizontal_blocks' Sums): one placement a group of 4 taps, three vpdpbusd.
-// kGroups: t.groups (1 or 2: kPilKernelTaps is 8).
-template <class Window, size_t kGroups>
+// kGroups: t.groups (1 or 2: kPilKernelTaps is 8). kRgb: the windows are interleaved rows (VBMI's
+// horizontal_rgb), each w[ch] its row's whole window and the tables indexing a pixel's first byte,
+// so plane ch takes byte ch % 3 of each pixel: the index plus ch % 3.
+template <class Window, size_t kGroups, bool kRgb = false>
 struct QuadSums {
   template <size_t kPlanes>
   static void run(const TapTablesView& t, size_t b, const __m512i (&w)[kPlanes], __m512i (&out)[kPlanes]) {
     __m512i px[kGroups][kPlanes];
     for (size_t g = 0; g < kGroups; ++g) {
       const __m512i ix = _mm512_loadu_si512(&t.quad_index[(b * kGroups + g) * 64]);
-      for (size_t ch = 0; ch < kPlanes; ++ch) px[g][ch] = Window::place(w[ch], ix);
+      for (size_t ch = 0; ch < kPlanes; ++ch) {
+        const auto byte = static_cast<char>(ch % 3);
+        px[g][ch] = Window::place(w[ch], kRgb && byte > 0 ? _mm512_add_epi8(ix, _mm512_set1_epi8(byte)) : ix);
+      }
     }
     for (size_t ch = 0; ch < kPlanes; ++ch) out[ch] = digits_half();
     for (int digit = 2; digit >= 0; --digit) {
@@ -138,9 +143,10 @@ void horizontal_quads_avx512(const uint8_t* planes, size_t stride, const TapTabl
   horizontal_blocks<QuadSums<Window, 2>, Window, kRows>(planes, stride, t, first, k8, c0, c1, dst);
 }
 
-// store_rgb16's `last` for block b of a wide pass's n outputs, whose tables pad the last block: a
-// whole store where at least 16 bytes (6 outputs) follow, else the block's real outputs.
-size_t wide_block_last(size_t n, size_t b) {
+// store_rgb16's `last` for block b of n outputs whose tables pad the last block (the wide passes',
+// VBMI's RGB pass's): a whole store where at least 16 bytes (6 outputs) follow, else the block's
+// real outputs.
+size_t padded_block_last(size_t n, size_t b) {
   const size_t left = n - 16 * b;
   return left >= 16 + 6 ? 0 : left < 16 ? left : 16;
 }
@@ -191,7 +197,7 @@ void horizontal_wide_n(const uint8_t* planes, size_t stride, const WideTablesVie
       v[ch] = _mm512_srai_epi32(_mm512_add_epi32(_mm512_unpacklo_epi64(s01, s23), _mm512_unpackhi_epi64(s01, s23)),
                                 kPilPrecisionBits);
     }
-    store_rgb16(v[0], v[1], v[2], dst + 48 * b, wide_block_last(n, b));
+    store_rgb16(v[0], v[1], v[2], dst + 48 * b, padded_block_last(n, b));
   }
 }
 

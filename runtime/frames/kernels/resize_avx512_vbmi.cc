@@ -17,6 +17,50 @@ struct BlockWindow {
   static __m512i place(__m512i w, __m512i index) { return _mm512_permutexvar_epi8(index, w); }
 };
 
+// The horizontal pass straight from interleaved RGB or BGR rows (PilHorizontalRgb): one 64-byte load
+// a row for a block's 16 outputs, where planes take three, and no plane split before it (a fifth
+// of the 720p resize on a Sapphire Rapids core, docs/performance.md). Its tables count 3 bytes a
+// pixel, so a block fits where its window spans at most 21 pixels (upscales, and downscales to
+// 1.06x bicubic or 1.2x bilinear: 720p or 1080p to Qwen2-VL's sizes, not to SigLIP's); the
+// Resizer takes this pass only where every block fits. The sums come in the row's byte order and are stored as RGB. The
+// load is masked to the row's bytes: the caller's frame has no slack, and the masked-off bytes
+// have no taps. The frame comes from memory, not from planes just split into L1, and the
+// hardware's prefetch does not run far enough ahead of a loop this dense: each two-row call
+// prefetches the next call's rows (the Resizer goes down the frame two rows a call), which took
+// the session's 720p conversion + resize from 1.2x the planes' time to 0.8x (Zen 5).
+// kRed: the byte of a pixel that is red, a constant so that the sums stay in registers.
+template <int32_t kGroups, int32_t kRows, int32_t kRed>
+void horizontal_rgb(const uint8_t* const* src, size_t width, const TapTablesView& t, const int32_t* first,
+                    const int32_t* k8, size_t c0, size_t c1, uint8_t* const* dst) {
+  constexpr auto red = static_cast<size_t>(kRed);
+  const size_t n = c1 - c0, blocks = (n + 15) / 16, bytes = 3 * width;
+  // The next call's rows, two rows on at the same offset (as integers: they may lie past the frame,
+  // where a prefetch does nothing).
+  const uintptr_t ahead = kRows == 2 ? 2 * (reinterpret_cast<uintptr_t>(src[1]) - reinterpret_cast<uintptr_t>(src[0])) : 0;
+  for (size_t b = 0; b < blocks; ++b) {
+    const size_t x = c0 + 16 * b;
+    if (!t.ok[b]) {
+      const size_t end = x + 16 < c1 ? x + 16 : c1;
+      for (size_t r = 0; r < kRows; ++r) {
+        pil_horizontal_rgb_portable(src[r], width, red, first, k8, kPilKernelTaps, x, end, dst[r] + (x - c0) * 3);
+      }
+      continue;
+    }
+    const size_t at = 3 * static_cast<size_t>(first[x]);
+    const __mmask64 mask = at + 64 <= bytes ? ~__mmask64{0} : (__mmask64{1} << (bytes - at)) - 1;
+    __m512i w[3 * kRows], v[3 * kRows];
+    for (size_t r = 0; r < kRows; ++r) {
+      if (kRows == 2) _mm_prefetch(reinterpret_cast<const char*>(reinterpret_cast<uintptr_t>(src[r]) + ahead + at), _MM_HINT_T0);
+      w[3 * r] = w[3 * r + 1] = w[3 * r + 2] = _mm512_maskz_loadu_epi8(mask, src[r] + at);
+    }
+    QuadSums<BlockWindow, kGroups, true>::run(t, b, w, v);
+    for (size_t r = 0; r < kRows; ++r) {
+      const __m512i* s = &v[3 * r];
+      store_rgb16(s[red], s[1], s[2 - red], dst[r] + (x - c0) * 3, padded_block_last(n, b));
+    }
+  }
+}
+
 // The wide pass over its blocks form (WideTablesView): 16 outputs a vector, one a dword lane. Each
 // channel's windows (64 bytes from their first outputs' first pixels) are loaded once a block;
 // per group of 4 taps one vpermt2b places each output's 4 pixels from two windows (with four, a
@@ -64,7 +108,7 @@ void horizontal_wide_blocks(const uint8_t* planes, size_t stride, const WideTabl
       const __m512i s = _mm512_add_epi32(_mm512_add_epi32(_mm512_slli_epi32(s21, 8), sum[ch][0]), half);
       v[ch] = _mm512_srai_epi32(s, kPilPrecisionBits);
     }
-    store_rgb16(v[0], v[1], v[2], dst + 48 * b, wide_block_last(n, b));
+    store_rgb16(v[0], v[1], v[2], dst + 48 * b, padded_block_last(n, b));
   }
 }
 
@@ -86,6 +130,22 @@ void pil_horizontal2_quads_avx512_vbmi(const uint8_t* planes, size_t stride, con
                                        const int32_t* k8, size_t c0, size_t c1, uint8_t* dst0, uint8_t* dst1) {
   uint8_t* const rows[2] = {dst0, dst1};
   horizontal_quads_avx512<BlockWindow, 2>(planes, stride, t, first, k8, c0, c1, rows);
+}
+
+void pil_horizontal_rgb_quads_avx512_vbmi(const uint8_t* const* src, size_t rows, size_t width, size_t red,
+                                          const TapTablesView& t, const int32_t* first, const int32_t* k8, size_t c0,
+                                          size_t c1, uint8_t* const* dst) {
+  static_assert(kPilKernelTaps == 8, "tables exist for at most 8 taps: 1 or 2 groups");
+  // Each count a constant (resize_row_pairs.h's Pairs as a tag): 2 x 2 x 2 loops.
+  const auto run = [&](auto groups, auto rows_, auto red_) {
+    horizontal_rgb<decltype(groups)::value, decltype(rows_)::value, decltype(red_)::value>(src, width, t, first, k8,
+                                                                                          c0, c1, dst);
+  };
+  const auto with_red = [&](auto groups, auto rows_) {
+    red == 2 ? run(groups, rows_, Pairs<2>{}) : run(groups, rows_, Pairs<0>{});
+  };
+  const auto with_rows = [&](auto groups) { rows == 2 ? with_red(groups, Pairs<2>{}) : with_red(groups, Pairs<1>{}); };
+  t.groups == 2 ? with_rows(Pairs<2>{}) : with_rows(Pairs<1>{});
 }
 
 void pil_horizontal_wide_avx512_vbmi(const uint8_t* planes, size_t stride, const WideTablesView& t, size_t n,

@@ -1,11 +1,10 @@
 // The pil passes' portable loops that the vector forms fall back on: outputs one at a time, for a
-// vector form's tail and for its blocks whose windows do not fit a vector. (The portable resize
-// form itself is the Resizer's scalar passes, on the interleaved row: resize.cc.)
+// vector form's tail and for its blocks whose windows do not fit a vector. The interleaved one is
+// also the portable resize form's horizontal pass (the Resizer's scalar passes: resize.cc).
 #include "runtime/frames/kernels/kernels.h"
 
 namespace patchfuse {
 
-// tail, and their blocks whose windows do not fit a vector.
 void pil_horizontal_k8_portable(const uint8_t* planes, size_t stride, const int32_t* first, const int32_t* k8, size_t c0,
                                 size_t c1, uint8_t* dst) {
   for (size_t c = c0; c < c1; ++c) {
@@ -15,6 +14,23 @@ void pil_horizontal_k8_portable(const uint8_t* planes, size_t stride, const int3
       for (size_t i = 0; i < kPilKernelTaps; ++i) sum += p[i] * k8[c * kPilKernelTaps + i];
       dst[(c - c0) * 3 + ch] = pil_clip8(sum);
     }
+  }
+}
+
+void pil_horizontal_rgb_portable(const uint8_t* src, size_t width, size_t red, const int32_t* first, const int32_t* k,
+                                 size_t taps, size_t c0, size_t c1, uint8_t* dst) {
+  for (size_t c = c0; c < c1; ++c) {
+    const auto x = static_cast<size_t>(first[c]);
+    const size_t n = taps < width - x ? taps : width - x;
+    const uint8_t* p = src + 3 * x;
+    int32_t sum[3] = {1 << (kPilPrecisionBits - 1), 1 << (kPilPrecisionBits - 1), 1 << (kPilPrecisionBits - 1)};
+    for (size_t i = 0; i < n; ++i, p += 3) {
+      for (size_t ch = 0; ch < 3; ++ch) sum[ch] += p[ch] * k[c * taps + i];
+    }
+    uint8_t* d = dst + (c - c0) * 3;
+    d[0] = pil_clip8(sum[red]);
+    d[1] = pil_clip8(sum[1]);
+    d[2] = pil_clip8(sum[2 - red]);
   }
 }
 
