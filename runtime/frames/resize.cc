@@ -264,7 +264,7 @@ Result<Resizer> Resizer::create(const ResizeSpec& s, const FrameKernels& kernels
       if (std::all_of(ok.begin(), ok.end(), [](uint8_t fits) { return fits != 0; })) {
         r.horizontal_rgb_ = form.horizontal_rgb;
       } else {
-        r.rgb_tables_ = {};  // the planes' blocks fit more: a block that does not takes the scalar loop
+        r.rgb_tables_ = {};  // a block would take the scalar loop; the planes' blocks fit 64 pixels
       }
     }
   }
