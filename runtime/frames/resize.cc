@@ -308,15 +308,15 @@ void Resizer::run(const ImageView& image, size_t row_begin, size_t row_end, uint
   const TapTablesView tables = tap_tables_.view();
   const bool rgb_rows = reads_rgb_rows(image);
   const size_t red = image.format == PixelFormat::kBgr ? 2 : 0;
-  const auto source_row = [&](size_t j) { return image.planes[0] + j * image.row_stride[0]; };
+  // Source rows j.. (1 or 2) through the RGB rows' pass.
+  const auto rgb_pass = [&](size_t j, size_t rows, uint8_t* const* dst) {
+    horizontal_rgb_(image.planes[0] + j * image.row_stride[0], image.row_stride[0], rows, s.src_w, red,
+                    rgb_tables_.view(), h_.first.data(), h8_.data(), c0, c1, dst);
+  };
 
   // Source row j, horizontally resampled over the kept columns: uint8 (pil) or float (torch).
   const auto h_row_u8 = [&](size_t j, uint8_t* dst) {
-    if (rgb_rows) {
-      const uint8_t* src[1] = {source_row(j)};
-      horizontal_rgb_(src, 1, s.src_w, red, rgb_tables_.view(), h_.first.data(), h8_.data(), c0, c1, &dst);
-      return;
-    }
+    if (rgb_rows) return rgb_pass(j, 1, &dst);
     if (!h8_.empty()) {  // need_h_: the planes straight from the source row
       planes_row(image, j, rgb_scratch, planes, plane_stride(), planes_);
       horizontal_(planes, plane_stride(), tables, h_.first.data(), h8_.data(), c0, c1, dst);
@@ -337,11 +337,7 @@ void Resizer::run(const ImageView& image, size_t row_begin, size_t row_end, uint
   // Source rows j and j + 1 at once (the forms that take two rows a call), into dst[0] and dst[1].
   const bool two_rows = rgb_rows || (horizontal2_ != nullptr && !h8_.empty());
   const auto h_two_rows_u8 = [&](size_t j, uint8_t* const* dst) {
-    if (rgb_rows) {
-      const uint8_t* src[2] = {source_row(j), source_row(j + 1)};
-      horizontal_rgb_(src, 2, s.src_w, red, rgb_tables_.view(), h_.first.data(), h8_.data(), c0, c1, dst);
-      return;
-    }
+    if (rgb_rows) return rgb_pass(j, 2, dst);
     const size_t stride = plane_stride();
     planes_row(image, j, rgb_scratch, planes, stride, planes_);
     planes_row(image, j + 1, rgb_scratch, planes + 3 * stride, stride, planes_);

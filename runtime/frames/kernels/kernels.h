@@ -130,11 +130,13 @@ using PilHorizontal = void(const uint8_t* planes, size_t stride, const TapTables
 using PilHorizontal2 = void(const uint8_t* planes, size_t stride, const TapTablesView& t, const int32_t* first,
                             const int32_t* k8, size_t c0, size_t c1, uint8_t* dst0, uint8_t* dst1);
 // The same straight from interleaved 3-byte rows, no planes between: `rows` (1 or 2) source rows
-// src[r] of `width` pixels, byte `red` of a pixel its red (0: RGB, 2: BGR), written to dst[r] as
-// RGB. It reads no byte past a row's 3 * width (a caller's frame has no slack). Its tables are
+// of `width` pixels from src on, `stride` bytes apart, byte `red` of a pixel its red (0: RGB, 2:
+// BGR), written to dst[r] as RGB. It reads no byte past a row's 3 * width (a caller's frame has no
+// slack), and may prefetch the `rows` rows that follow (the caller's next call). Its tables are
 // build_tap_tables' at 3 bytes a pixel.
-using PilHorizontalRgb = void(const uint8_t* const* src, size_t rows, size_t width, size_t red, const TapTablesView& t,
-                              const int32_t* first, const int32_t* k8, size_t c0, size_t c1, uint8_t* const* dst);
+using PilHorizontalRgb = void(const uint8_t* src, size_t stride, size_t rows, size_t width, size_t red,
+                              const TapTablesView& t, const int32_t* first, const int32_t* k8, size_t c0, size_t c1,
+                              uint8_t* const* dst);
 // Outputs [0, n) of the kept columns over windows of 9 to kPilMaxTaps taps (WideTablesView), the planes as
 // for PilHorizontal (kPlaneSlack covers a window's last chunk).
 using PilHorizontalWide = void(const uint8_t* planes, size_t stride, const WideTablesView& t, size_t n, uint8_t* dst);

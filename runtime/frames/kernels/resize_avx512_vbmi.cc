@@ -25,24 +25,25 @@ struct BlockWindow {
 // Resizer takes this pass only where every block fits. The sums come in the row's byte order and are stored as RGB. The
 // load is masked to the row's bytes: the caller's frame has no slack, and the masked-off bytes
 // have no taps. The frame comes from memory, not from planes just split into L1, and the
-// hardware's prefetch does not run far enough ahead of a loop this dense: each two-row call
-// prefetches the next call's rows (the Resizer goes down the frame two rows a call), which took
-// the session's 720p conversion + resize from 1.2x the planes' time to 0.8x (Zen 5).
+// hardware's prefetch does not run far enough ahead of a loop this dense: each call prefetches
+// the rows that follow its own (the Resizer goes down the frame two rows a call), which took the
+// session's 720p conversion + resize from 1.2x the planes' time to 0.8x (Zen 5).
 // kRed: the byte of a pixel that is red, a constant so that the sums stay in registers.
 template <int32_t kGroups, int32_t kRows, int32_t kRed>
-void horizontal_rgb(const uint8_t* const* src, size_t width, const TapTablesView& t, const int32_t* first,
+void horizontal_rgb(const uint8_t* src, size_t stride, size_t width, const TapTablesView& t, const int32_t* first,
                     const int32_t* k8, size_t c0, size_t c1, uint8_t* const* dst) {
   constexpr auto red = static_cast<size_t>(kRed);
   const size_t n = c1 - c0, blocks = (n + 15) / 16, bytes = 3 * width;
-  // The next call's rows, two rows on at the same offset (as integers: they may lie past the frame,
-  // where a prefetch does nothing).
-  const uintptr_t ahead = kRows == 2 ? 2 * (reinterpret_cast<uintptr_t>(src[1]) - reinterpret_cast<uintptr_t>(src[0])) : 0;
+  // Row r, and the row kRows on (as an integer: it may lie past the frame, where a prefetch does
+  // nothing).
+  const auto row = [&](size_t r) { return src + r * stride; };
+  const auto next = [&](size_t r) { return reinterpret_cast<uintptr_t>(src) + (r + kRows) * stride; };
   for (size_t b = 0; b < blocks; ++b) {
     const size_t x = c0 + 16 * b;
     if (!t.ok[b]) {
       const size_t end = x + 16 < c1 ? x + 16 : c1;
       for (size_t r = 0; r < kRows; ++r) {
-        pil_horizontal_rgb_portable(src[r], width, red, first, k8, kPilKernelTaps, x, end, dst[r] + (x - c0) * 3);
+        pil_horizontal_rgb_portable(row(r), width, red, first, k8, kPilKernelTaps, x, end, dst[r] + (x - c0) * 3);
       }
       continue;
     }
@@ -50,8 +51,8 @@ void horizontal_rgb(const uint8_t* const* src, size_t width, const TapTablesView
     const __mmask64 mask = at + 64 <= bytes ? ~__mmask64{0} : (__mmask64{1} << (bytes - at)) - 1;
     __m512i w[3 * kRows], v[3 * kRows];
     for (size_t r = 0; r < kRows; ++r) {
-      if (kRows == 2) _mm_prefetch(reinterpret_cast<const char*>(reinterpret_cast<uintptr_t>(src[r]) + ahead + at), _MM_HINT_T0);
-      w[3 * r] = w[3 * r + 1] = w[3 * r + 2] = _mm512_maskz_loadu_epi8(mask, src[r] + at);
+      _mm_prefetch(reinterpret_cast<const char*>(next(r) + at), _MM_HINT_T0);
+      w[3 * r] = w[3 * r + 1] = w[3 * r + 2] = _mm512_maskz_loadu_epi8(mask, row(r) + at);
     }
     QuadSums<BlockWindow, kGroups, true>::run(t, b, w, v);
     for (size_t r = 0; r < kRows; ++r) {
@@ -132,14 +133,14 @@ void pil_horizontal2_quads_avx512_vbmi(const uint8_t* planes, size_t stride, con
   horizontal_quads_avx512<BlockWindow, 2>(planes, stride, t, first, k8, c0, c1, rows);
 }
 
-void pil_horizontal_rgb_quads_avx512_vbmi(const uint8_t* const* src, size_t rows, size_t width, size_t red,
+void pil_horizontal_rgb_quads_avx512_vbmi(const uint8_t* src, size_t stride, size_t rows, size_t width, size_t red,
                                           const TapTablesView& t, const int32_t* first, const int32_t* k8, size_t c0,
                                           size_t c1, uint8_t* const* dst) {
   static_assert(kPilKernelTaps == 8, "tables exist for at most 8 taps: 1 or 2 groups");
   // Each count a constant (resize_row_pairs.h's Pairs as a tag): 2 x 2 x 2 loops.
   const auto run = [&](auto groups, auto rows_, auto red_) {
-    horizontal_rgb<decltype(groups)::value, decltype(rows_)::value, decltype(red_)::value>(src, width, t, first, k8,
-                                                                                          c0, c1, dst);
+    horizontal_rgb<decltype(groups)::value, decltype(rows_)::value, decltype(red_)::value>(src, stride, width, t, first,
+                                                                                          k8, c0, c1, dst);
   };
   const auto with_red = [&](auto groups, auto rows_) {
     red == 2 ? run(groups, rows_, Pairs<2>{}) : run(groups, rows_, Pairs<0>{});
