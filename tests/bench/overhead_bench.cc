@@ -20,7 +20,8 @@
 // -> 224x224), to set beside Pillow's Image.resize on the same sizes
 // (tests/bench/pillow_resize.py, run alternately with this binary by tests/bench/resize_vs_pillow.sh);
 // Resize/bound/...: every source byte read and every output byte written once, the least memory
-// traffic a resize of those sizes does, to set the resize's time against.
+// traffic a resize of those sizes does, to set the resize's time against. Resize/.../fresh: the
+// 720p RGB and 1080p NV12 rows with each frame fresh from memory, as a camera's is.
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
@@ -102,21 +103,26 @@ void gather_only(benchmark::State& state) {
   }
 }
 
-// The resize alone, 1 thread: src_w x src_h of `format` -> out_h x out_w.
+// The resize alone, 1 thread: src_w x src_h of `format` -> out_h x out_w. fresh: each run takes
+// the next of as many frames as fill 64 MB, more than a last-level cache, so that a frame comes
+// from memory as a camera's does (the rows without it keep one frame in the cache).
 void resize_only(benchmark::State& state, patchfuse::PixelFormat format, patchfuse::ResizeSemantics semantics, size_t src_w,
-                 size_t src_h, size_t out_h, size_t out_w) {
+                 size_t src_h, size_t out_h, size_t out_w, bool fresh) {
   const bool nv12 = format == patchfuse::PixelFormat::kNv12;
-  const std::vector<uint8_t> src = random_bytes(nv12 ? src_w * src_h * 3 / 2 : src_w * src_h * 3, 11);
+  const size_t frame_bytes = nv12 ? src_w * src_h * 3 / 2 : src_w * src_h * 3;
+  const size_t frames = fresh ? (size_t{64} << 20) / frame_bytes + 1 : 1;
+  const std::vector<uint8_t> src = random_bytes(frames * frame_bytes, 11);
   patchfuse::ImageView v;
   v.format = format;
   v.width = src_w;
   v.height = src_h;
-  v.planes[0] = src.data();
   v.row_stride[0] = nv12 ? src_w : src_w * 3;
-  if (nv12) {
-    v.planes[1] = src.data() + src_w * src_h;
-    v.row_stride[1] = src_w;
-  }
+  v.row_stride[1] = src_w;
+  const auto frame = [&](size_t i) {
+    v.planes[0] = src.data() + i % frames * frame_bytes;
+    if (nv12) v.planes[1] = v.planes[0] + src_w * src_h;
+  };
+  frame(0);
   patchfuse::ResizeSpec s;
   s.src_h = src_h;
   s.src_w = src_w;
@@ -125,7 +131,9 @@ void resize_only(benchmark::State& state, patchfuse::PixelFormat format, patchfu
   s.semantics = semantics;
   const patchfuse::Resizer r = patchfuse::Resizer::create(s).value();
   std::vector<uint8_t> scratch(r.scratch_bytes(v)), out(out_h * out_w * 3);
+  size_t i = 0;
   for (auto _ : state) {
+    frame(i++);
     r.run(v, 0, out_h, scratch.data(), out.data());
     benchmark::DoNotOptimize(out.data());
   }
@@ -379,12 +387,17 @@ void args(benchmark::internal::Benchmark* b) {
     const std::string name = "Resize/pil/rgb/" + std::to_string(z.src_w) + "x" + std::to_string(z.src_h) + "->" +
                              std::to_string(z.out_h) + "x" + std::to_string(z.out_w);
     benchmark::RegisterBenchmark(name.c_str(), resize_only, PixelFormat::kRgb, ResizeSemantics::kPil, z.src_w, z.src_h,
-                                 z.out_h, z.out_w)->Apply(ms);
+                                 z.out_h, z.out_w, false)->Apply(ms);
   }
   benchmark::RegisterBenchmark("Resize/torch/rgb/1280x720->728x1288", resize_only, PixelFormat::kRgb, ResizeSemantics::kTorch,
-                               1280, 720, 728, 1288)->Apply(ms);
+                               1280, 720, 728, 1288, false)->Apply(ms);
   benchmark::RegisterBenchmark("Resize/pil/nv12/1920x1080->728x1316", resize_only, PixelFormat::kNv12, ResizeSemantics::kPil,
-                               1920, 1080, 728, 1316)->Apply(ms);
+                               1920, 1080, 728, 1316, false)->Apply(ms);
+  // The camera issue's two sources again, each frame fresh from memory.
+  benchmark::RegisterBenchmark("Resize/pil/rgb/1280x720->728x1288/fresh", resize_only, PixelFormat::kRgb,
+                               ResizeSemantics::kPil, 1280, 720, 728, 1288, true)->Apply(ms);
+  benchmark::RegisterBenchmark("Resize/pil/nv12/1920x1080->728x1316/fresh", resize_only, PixelFormat::kNv12,
+                               ResizeSemantics::kPil, 1920, 1080, 728, 1316, true)->Apply(ms);
   benchmark::RegisterBenchmark("Resize/bound/rgb/1280x720->728x1288", resize_bound, size_t{1280} * 720 * 3,
                                size_t{728} * 1288 * 3)->Apply(ms);
   benchmark::RegisterBenchmark("Resize/bound/nv12/1920x1080->728x1316", resize_bound, size_t{1920} * 1080 * 3 / 2,
