@@ -22,12 +22,12 @@ struct BlockWindow {
 // of the 720p resize on a Sapphire Rapids core, docs/performance.md). Its tables count 3 bytes a
 // pixel, so a block fits where its window spans at most 21 pixels (upscales, and downscales to
 // 1.06x bicubic or 1.2x bilinear: 720p or 1080p to Qwen2-VL's sizes, not to SigLIP's); the
-// Resizer takes this pass only where every block fits. The sums come in the row's byte order and are stored as RGB. The
-// load is masked to the row's bytes: the caller's frame has no slack, and the masked-off bytes
-// have no taps. The frame comes from memory, not from planes just split into L1, and the
-// hardware's prefetch does not run far enough ahead of a loop this dense: each call prefetches
-// the rows that follow its own (the Resizer goes down the frame two rows a call), which took the
-// session's 720p conversion + resize from 1.2x the planes' time to 0.8x (Zen 5).
+// Resizer takes this pass only where every block fits. The sums come in the row's byte order and
+// are stored as RGB. The load is masked to the row's bytes: the caller's frame has no slack, and
+// the masked-off bytes have no taps. The frame comes from memory, not from planes just split into
+// L1, and the hardware's prefetch does not run far enough ahead of a loop this dense: each call
+// prefetches the rows that follow its own (the Resizer goes down the frame two rows a call),
+// which took the session's 720p conversion + resize from 1.2x the planes' time to 0.8x (Zen 5).
 // kRed: the byte of a pixel that is red, a constant so that the sums stay in registers.
 template <int32_t kGroups, int32_t kRows, int32_t kRed>
 void horizontal_rgb(const uint8_t* src, size_t stride, size_t width, const TapTablesView& t, const int32_t* first,
