@@ -368,7 +368,7 @@ TEST_P(FrameKernels, RgbRowPassIsThePlanesPass) {
           vector_blocks += static_cast<size_t>(std::count(tables.ok.begin(), tables.ok.end(), 1));
           const size_t stride = 3 * width;  // two rows, the second before the guard page
           const std::vector<uint8_t> bytes = random_bytes(2 * stride, seed);
-          const testing::BytesBeforeGuardPage guarded(bytes);
+          const testing::BytesBeforeGuardPage guarded(bytes.data(), bytes.size());
           for (const size_t red : {0u, 2u}) {
             SCOPED_TRACE(::testing::Message() << outputs << " outputs, " << taps << " taps, step " << step
                                             << (extreme ? ", extreme" : "") << (red ? ", BGR" : ", RGB"));

@@ -280,7 +280,7 @@ TEST_P(FramesTest, StridedAndPageEndingFramesGiveTheSameBits) {
         ASSERT_EQ(s->run_frames(&p, 1, f.height, f.width, stride, got.data()), "");
         EXPECT_EQ(got, want);
 
-        const testing::BytesBeforeGuardPage guarded(f.bytes);
+        const testing::BytesBeforeGuardPage guarded(f.bytes.data(), f.bytes.size());
         const uint8_t* q = guarded.data();
         ASSERT_EQ(s->run_frames(&q, 1, f.height, f.width, f.width * 3, got.data()), "");
         EXPECT_EQ(got, want);

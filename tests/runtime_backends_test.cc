@@ -3,14 +3,12 @@
 // (backend, path, precision) combinations; a combination this build or CPU cannot run is skipped
 // with the runtime's own reason.
 #include <gtest/gtest.h>
-#include <sys/mman.h>
-#include <unistd.h>
 
 #include <cmath>
-#include <cstring>
 
 #include "patchfuse/patchfuse.hpp"
 #include "tests/support/model_builder.h"
+#include "tests/support/test_util.h"
 #include "tests/support/tolerance.h"
 
 namespace patchfuse {
@@ -181,24 +179,17 @@ TEST_P(Backends, InputEndingAtAnUnmappedPageDoesNotFault) {
     auto model = Model::open_memory(b.bytes.data(), b.bytes.size());
     auto session = open(*model);
     if (!session) GTEST_SKIP() << skip_reason_;
-    const size_t page = static_cast<size_t>(::sysconf(_SC_PAGESIZE));
     const size_t k = static_cast<size_t>(b.view.patch_volume), out = static_cast<size_t>(b.view.geometry.embed_dim);
     for (size_t n : {size_t{1}, size_t{7}, size_t{300}}) {  // 300: rows run in place and staged (xnnpack)
-      const size_t bytes = n * k * sizeof(float);
-      const size_t pages = (bytes + page - 1) / page;
-      auto* base = static_cast<uint8_t*>(::mmap(nullptr, (pages + 1) * page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
-      ASSERT_NE(base, MAP_FAILED);
-      ASSERT_EQ(::mprotect(base + pages * page, page, PROT_NONE), 0);
-      float* x = reinterpret_cast<float*>(base + pages * page - bytes);
       const std::vector<float> values = testing::random_floats(n * k, 5);
-      std::memcpy(x, values.data(), bytes);
+      const testing::BytesBeforeGuardPage guarded(values.data(), values.size() * sizeof(float));
+      const auto* x = reinterpret_cast<const float*>(guarded.data());
       std::vector<float> y(n * out);
       EXPECT_EQ(session->run(x, n, y.data()), "");
       const Oracle ref = testing::oracle(b.view, x, n);
       for (size_t i = 0; i < ref.y.size(); ++i) {
         ASSERT_LE(std::fabs(y[i] - ref.y[i]), element_tolerance(session->info().precision, static_cast<int64_t>(k)) * ref.abs_sum[i]);
       }
-      ::munmap(base, (pages + 1) * page);
     }
   }
 }

@@ -305,13 +305,13 @@ void Resizer::run(const ImageView& image, size_t row_begin, size_t row_end, uint
   uint8_t* planes = reinterpret_cast<uint8_t*>(acc_i) + align16(values * 4);
   auto* source_f = reinterpret_cast<float*>(planes);
   std::fill(slot_row, slot_row + slots, int64_t{-1});
-  const TapTablesView tables = tap_tables_.view();
+  const TapTablesView tables = tap_tables_.view(), rgb_tables = rgb_tables_.view();
   const bool rgb_rows = reads_rgb_rows(image);
   const size_t red = image.format == PixelFormat::kBgr ? 2 : 0;
   // Source rows j.. (1 or 2) through the RGB rows' pass.
   const auto rgb_pass = [&](size_t j, size_t rows, uint8_t* const* dst) {
     horizontal_rgb_(image.planes[0] + j * image.row_stride[0], image.row_stride[0], rows, s.src_w, red,
-                    rgb_tables_.view(), h_.first.data(), h8_.data(), c0, c1, dst);
+                    rgb_tables, h_.first.data(), h8_.data(), c0, c1, dst);
   };
 
   // Source row j, horizontally resampled over the kept columns: uint8 (pil) or float (torch).

@@ -64,9 +64,9 @@ bool has_note(const std::vector<std::string>& notes, const std::string& needle) 
   return std::any_of(notes.begin(), notes.end(), [&](const std::string& n) { return n.find(needle) != std::string::npos; });
 }
 
-BytesBeforeGuardPage::BytesBeforeGuardPage(const std::vector<uint8_t>& bytes) {
+BytesBeforeGuardPage::BytesBeforeGuardPage(const void* data, size_t size) {
   const auto page = static_cast<size_t>(::sysconf(_SC_PAGESIZE));
-  const size_t pages = (bytes.size() + page - 1) / page;
+  const size_t pages = (size + page - 1) / page;
   mapped_ = (pages + 1) * page;
   void* p = ::mmap(nullptr, mapped_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (p == MAP_FAILED) throw std::runtime_error("mmap failed: " + std::string(std::strerror(errno)));
@@ -74,8 +74,8 @@ BytesBeforeGuardPage::BytesBeforeGuardPage(const std::vector<uint8_t>& bytes) {
   if (::mprotect(base_ + pages * page, page, PROT_NONE) != 0) {
     throw std::runtime_error("mprotect failed: " + std::string(std::strerror(errno)));
   }
-  uint8_t* at = base_ + pages * page - bytes.size();
-  std::memcpy(at, bytes.data(), bytes.size());
+  uint8_t* at = base_ + pages * page - size;
+  std::memcpy(at, data, size);
   data_ = at;
 }
 

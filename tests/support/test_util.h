@@ -31,11 +31,13 @@ std::vector<std::string> list_dir(const std::string& dir);
 // Whether any of `notes` (a converter report's) contains `needle`.
 bool has_note(const std::vector<std::string>& notes, const std::string& needle);
 
-// A copy of `bytes` that ends where an unreadable page begins: a kernel that reads one byte past
-// them faults (ASan does not see the masked vector loads that should stop there).
+// A copy of `size` bytes from `data` that ends where an unreadable page begins: a kernel that
+// reads one byte past them faults (ASan does not see the masked vector loads that should stop
+// there). It starts `size` bytes before a page boundary: for a size that is a multiple of 4,
+// floats may be read from it.
 class BytesBeforeGuardPage {
  public:
-  explicit BytesBeforeGuardPage(const std::vector<uint8_t>& bytes);
+  BytesBeforeGuardPage(const void* data, size_t size);
   ~BytesBeforeGuardPage();
   BytesBeforeGuardPage(const BytesBeforeGuardPage&) = delete;
   BytesBeforeGuardPage& operator=(const BytesBeforeGuardPage&) = delete;
